@@ -1,0 +1,179 @@
+"""Architecture adapters: which config keys hold the sharded dims, and what role every tensor plays.
+
+Every tensor name must match exactly one known pattern. An unknown name is an error naming it: copying
+a tensor that should have been padded would publish a broken model that loads fine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .errors import HubpadError
+
+_L = r"^model\.layers\.(\d+)\."
+
+
+@dataclass(frozen=True)
+class Role:
+    """What padding does to a linear layer.
+
+    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads),
+    "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched).
+    """
+
+    kind: str
+    group: str | None = None
+
+
+COPY = Role("copy")
+
+# Linear layers shared by the Llama family (names as transformers and vLLM write them).
+_ATTENTION = [
+    (_L + r"self_attn\.q_proj$", Role("q")),
+    (_L + r"self_attn\.[kv]_proj$", Role("kv")),
+    (_L + r"self_attn\.o_proj$", Role("o")),
+]
+_DENSE_MLP = [
+    (_L + r"mlp\.(gate_proj|up_proj)$", Role("rows", "dense")),
+    (_L + r"mlp\.down_proj$", Role("cols", "dense")),
+]
+_EXPERTS = [
+    (_L + r"mlp\.experts\.\d+\.(gate_proj|up_proj)$", Role("rows", "expert")),
+    (_L + r"mlp\.experts\.\d+\.down_proj$", Role("cols", "expert")),
+]
+# Modules with weights that are never sharded along a padded dim (norms, routers, embeddings).
+_COPY_MODULES = [
+    r"^model\.embed_tokens$", r"^model\.norm$", r"^lm_head$",
+    _L + r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$",
+]
+_ROUTERS = [_L + r"mlp\.(gate|router\.gate|shared_expert_gate)$"]
+# Parameters that are not `<module>.<suffix>` of a linear layer.
+_COPY_PARAMS = [
+    _L + r"mlp\.(expert_bias|e_score_correction_bias|gate\.e_score_correction_bias)$",
+    _L + r"self_attn\.rotary_emb\.inv_freq$", r"^model\.rotary_emb\.inv_freq$",
+]
+
+
+@dataclass
+class Adapter:
+    """One family of architectures: its model types, tensor patterns and config keys."""
+
+    name: str
+    model_types: tuple[str, ...]
+    linear_patterns: list[tuple[str, Role]]
+    copy_modules: list[str] = field(default_factory=list)
+    copy_params: list[str] = field(default_factory=list)
+    # intermediate group -> config keys holding its size (all present ones are updated together)
+    intermediate_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    per_head_norms: bool = False
+    hidden_must_divide_by_heads: bool = False  # transformers' LlamaConfig rejects hidden % heads != 0
+
+    def __post_init__(self) -> None:
+        self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
+        self._copy_modules = [re.compile(p) for p in self.copy_modules]
+        self._copy_params = [re.compile(p) for p in self.copy_params]
+
+    def linear_role(self, module: str) -> Role | None:
+        """The role of a linear layer (a module with weight/scale/bias params), or None if unknown."""
+        for pattern, role in self._linear:
+            if pattern.search(module):
+                return role
+        if any(p.search(module) for p in self._copy_modules):
+            return COPY
+        return None
+
+    def is_copy_param(self, name: str) -> bool:
+        return any(p.search(name) for p in self._copy_params)
+
+    def is_per_head_norm(self, module: str) -> bool:
+        return self.per_head_norms and bool(re.search(_L + r"self_attn\.[qk]_norm$", module))
+
+    def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
+        """Each intermediate group with the config keys that hold it and its size."""
+        out = {}
+        for group, keys in self.intermediate_keys.items():
+            present = tuple(k for k in keys if config.get(k) is not None)
+            if present:
+                values = {config[k] for k in present}
+                if len(values) > 1:
+                    raise HubpadError(f"config.json: {' and '.join(present)} disagree ({sorted(values)})")
+                out[group] = (present, int(config[present[0]]))
+        return out
+
+    def serving(self, config: dict) -> dict:
+        """vLLM serving flags that fit this architecture (the card and recipe render them)."""
+        return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": []}
+
+
+class Hy3Adapter(Adapter):
+    """tencent/Hy3 (HYV3): dense layer 0, MoE after, per-head q/k norms, an MTP block at layer N."""
+
+    def serving(self, config: dict) -> dict:
+        spec = None
+        if config.get("num_nextn_predict_layers"):
+            spec = {"method": "mtp", "num_speculative_tokens": int(config["num_nextn_predict_layers"])}
+        return {"tool_call_parser": "hy_v3", "reasoning_parser": "hy_v3", "speculative_config": spec,
+                "extra_args": ["--enable-auto-tool-choice"]}
+
+
+_SHARED = [
+    (_L + r"mlp\.(shared_mlp|shared_experts|shared_expert)\.(gate_proj|up_proj)$", Role("rows", "shared")),
+    (_L + r"mlp\.(shared_mlp|shared_experts|shared_expert)\.down_proj$", Role("cols", "shared")),
+]
+
+ADAPTERS: list[Adapter] = [
+    Hy3Adapter(
+        name="hy_v3", model_types=("hy_v3",),
+        linear_patterns=_ATTENTION + _DENSE_MLP + _EXPERTS + [
+            (p, Role(r.kind, "expert")) for p, r in _SHARED  # shared expert width = expert width (1 shared expert)
+        ],
+        copy_modules=_COPY_MODULES + _ROUTERS + [
+            _L + r"(enorm|hnorm|eh_proj|final_layernorm|embed_tokens|shared_head\.norm|shared_head\.head)$",
+        ],
+        copy_params=_COPY_PARAMS,
+        intermediate_keys={"dense": ("intermediate_size",), "expert": ("expert_hidden_dim", "moe_intermediate_size")},
+        per_head_norms=True,
+    ),
+    Adapter(
+        name="llama", model_types=("llama",), linear_patterns=_ATTENTION + _DENSE_MLP,
+        copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
+        intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True,
+    ),
+    Adapter(
+        name="mistral", model_types=("mistral", "qwen2"), linear_patterns=_ATTENTION + _DENSE_MLP,
+        copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
+    ),
+    Adapter(
+        name="qwen3", model_types=("qwen3",), linear_patterns=_ATTENTION + _DENSE_MLP,
+        copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
+        per_head_norms=True,
+    ),
+    Adapter(
+        name="mixtral", model_types=("mixtral",),
+        linear_patterns=_ATTENTION + [
+            (_L + r"block_sparse_moe\.experts\.\d+\.w[13]$", Role("rows", "expert")),
+            (_L + r"block_sparse_moe\.experts\.\d+\.w2$", Role("cols", "expert")),
+        ],
+        copy_modules=_COPY_MODULES + [_L + r"block_sparse_moe\.gate$"], copy_params=_COPY_PARAMS,
+        intermediate_keys={"expert": ("intermediate_size",)},
+    ),
+    Adapter(
+        name="qwen_moe", model_types=("qwen3_moe", "qwen2_moe"),
+        linear_patterns=_ATTENTION + _DENSE_MLP + _EXPERTS + _SHARED,
+        copy_modules=_COPY_MODULES + _ROUTERS, copy_params=_COPY_PARAMS,
+        intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",),
+                           "shared": ("shared_expert_intermediate_size",)},
+        per_head_norms=True,
+    ),
+]
+
+
+def adapter_for(config: dict) -> Adapter:
+    """Pick the adapter for a config.json, or fail naming the model type."""
+    model_type = config.get("model_type")
+    for adapter in ADAPTERS:
+        if model_type in adapter.model_types:
+            return adapter
+    known = sorted(t for a in ADAPTERS for t in a.model_types)
+    raise HubpadError(f"config.json: model_type {model_type!r} is not supported (known: {', '.join(known)})")

@@ -1,0 +1,209 @@
+"""One mirror run: source → plan → pad → writer → publisher.
+
+The publisher decides where bytes land (a local temp dir, or a Hub staging branch) and makes the result
+visible in one step at the end. This module only sequences the work and keeps the books (bytes moved,
+peak disk, which shards were reused).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import HubpadError
+from .gha_log import log
+from .manifest import MANIFEST, build_manifest, config_json, dumps, shard_entry, shard_inputs_key
+from .pad import build_shard
+from .plan import INDEX, Plan
+from .progress import Progress, human
+from .source import Source, VerifiedReader
+
+
+@dataclass
+class Summary:
+    """What a run did, for the final report and `--json`."""
+
+    target: str = ""
+    changed: bool = False
+    up_to_date: bool = False
+    commit: str | None = None
+    url: str | None = None
+    upstream_commit: str | None = None
+    shards_built: list[str] = field(default_factory=list)
+    shards_reused: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    bytes_written: int = 0
+    bytes_uploaded: int = 0
+    peak_disk: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Publisher(ABC):
+    """Where the derivative goes. Implementations: `LocalPublisher`, `HubPublisher`."""
+
+    label: str
+    summary: Summary
+
+    @abstractmethod
+    def prepare(self, plan: Plan) -> dict | None:
+        """Check the target can take this derivative; return its current manifest, if any."""
+
+    def find_reusable(self, planned: dict) -> dict | None:
+        """The entry of a shard with exactly these inputs already on the target (published or staged), if any."""
+        return None
+
+    @abstractmethod
+    def shard_path(self, name: str) -> Path:
+        """Where to write an output shard before handing it over."""
+
+    @abstractmethod
+    def put_shard(self, entry: dict, path: Path) -> None:
+        """Take a finished shard (its sha256 is in `entry`)."""
+
+    def keep_shard(self, entry: dict) -> None:
+        """Keep an already-present shard as it is."""
+
+    @abstractmethod
+    def put_file(self, path: str, data: bytes) -> None:
+        """Add a small generated file (config, index, card, manifest)."""
+
+    @abstractmethod
+    def copy_file(self, source: Source, path: str) -> dict:
+        """Copy an unchanged upstream file; return {size, sha256 or oid} for the manifest."""
+
+    @abstractmethod
+    def publish(self, manifest: dict) -> None:
+        """Make everything visible at once."""
+
+    def abort(self) -> None:
+        """Undo whatever is not yet published."""
+
+    def target_info(self) -> dict:
+        return {"repo": self.label, "kind": "local"}
+
+    def existing_readme(self) -> str | None:
+        return None
+
+
+def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates_dir: Path | None,
+                     published_commit: str | None = None) -> dict[str, str]:
+    """README.md, recipe and (when needed) the vLLM patch, rendered from the manifest."""
+    from .card import render_derivative_files
+
+    upstream_card = None
+    if "README.md" in plan.files:
+        upstream_card = plan.source.read_file("README.md").decode("utf-8", errors="replace")
+    result = render_derivative_files(manifest, target_repo=publisher.label, upstream_card=upstream_card,
+                                     existing_readme=publisher.existing_readme(), published_commit=published_commit,
+                                     templates_dir=templates_dir, upstream_files=set(plan.files))
+    for warning in result.warnings:
+        log(f"warning: {warning}")
+    return result.files
+
+
+def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None = None, quiet: bool = False,
+               serving_overrides: dict | None = None) -> Summary:
+    """Build and publish the padded derivative described by `plan`."""
+    started = time.monotonic()
+    summary = publisher.summary
+    summary.target = publisher.label
+    summary.upstream_commit = plan.source.commit
+    if not plan.needs_padding:
+        raise HubpadError(f"{plan.source.label} already shards at tp={plan.tp}; nothing to pad "
+                          f"(stock TP values that work: {plan.upstream_tp_values})")
+    existing = publisher.prepare(plan)
+    source, files = plan.source, plan.files
+    upstream_sha = {f: files[f].sha256 for f in plan.weight_files}
+    readers: dict[str, VerifiedReader] = {}
+    verified: dict[str, str] = {}
+    last_use = {t.src.file: i for i, s in enumerate(plan.shards) for t in s.tensors}
+
+    def reader(file: str) -> VerifiedReader:
+        if file not in readers:
+            readers[file] = VerifiedReader(source, files[file])
+        return readers[file]
+
+    def finish_files(upto_shard: int | None) -> None:
+        for file, r in list(readers.items()):
+            if file not in verified and (upto_shard is None or last_use[file] <= upto_shard):
+                verified[file] = r.finish()
+                summary.bytes_read += r.bytes_read
+
+    entries: list[dict] = []
+    try:
+        for i, shard in enumerate(plan.shards):
+            planned = shard_entry(shard, "", upstream_sha)
+            found = publisher.find_reusable(planned) if upstream_sha_known(upstream_sha, shard) else None
+            if found is not None:
+                publisher.keep_shard(found)
+                summary.shards_reused.append(shard.name)
+                entries.append(found)
+                if not found.get("verified", True):  # staged before its inputs were fully hashed: hash them now
+                    for f in shard.source_ranges():
+                        reader(f)
+                finish_files(i)
+                continue
+            path = publisher.shard_path(shard.name)
+            progress = Progress(shard.name, shard.size, quiet=quiet)
+            digest = build_shard(shard, reader, path, on_bytes=progress.update)
+            progress.close()
+            finish_files(i)
+            summary.bytes_written += shard.size
+            entry = shard_entry(shard, digest, {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha})
+            entry["verified"] = all(f in verified for f in shard.source_ranges())
+            publisher.put_shard(entry, path)
+            summary.shards_built.append(shard.name)
+            entries.append(entry)
+        finish_files(None)
+        # Local sources learn their hashes only now: fix up the entries' recorded inputs.
+        for shard, entry in zip(plan.shards, entries):
+            full = {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha}
+            entry["verified"] = True
+            entry["inputs"] = shard_inputs_key(shard, full)
+            for src in entry["sources"]:
+                src["sha256"] = full.get(src["file"])
+
+        upstream_files: dict[str, dict] = {}
+        for f in plan.weight_files:
+            upstream_files[f] = {"size": files[f].size, "sha256": verified.get(f, files[f].sha256)}
+        for path in plan.copied_files:
+            upstream_files[path] = publisher.copy_file(source, path)
+        for path in ("config.json", INDEX, "README.md"):
+            if path in files:
+                upstream_files[path] = {"size": files[path].size, "sha256": files[path].sha256 or _sha(source, path)}
+
+        serving = dict(plan.adapter.serving(plan.config))
+        serving["upstream_tp_values"] = plan.upstream_tp_values
+        serving.update(serving_overrides or {})
+        generated = ["config.json", INDEX, MANIFEST]
+        manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated, serving)
+        publisher.put_file("config.json", config_json(plan).encode())
+        publisher.put_file(INDEX, dumps(plan.index_json()).encode())
+        card_files = derivative_files(plan, manifest, publisher, templates_dir)
+        manifest["files"]["generated"] = sorted(set(generated) | set(card_files))
+        for path, text in card_files.items():
+            publisher.put_file(path, text.encode())
+        publisher.put_file(MANIFEST, dumps(manifest).encode())
+        publisher.publish(manifest)
+    except BaseException:
+        publisher.abort()
+        raise
+    summary.changed = True
+    summary.seconds = time.monotonic() - started
+    log(f"done: {len(summary.shards_built)} shard(s) built, {len(summary.shards_reused)} reused, "
+        f"{human(summary.bytes_read)} read, {human(summary.bytes_written)} written in {summary.seconds:.1f}s")
+    return summary
+
+
+def upstream_sha_known(upstream_sha: dict[str, str | None], shard) -> bool:
+    return all(upstream_sha.get(f) for f in shard.source_ranges())
+
+
+def _sha(source: Source, path: str) -> str:
+    return hashlib.sha256(source.read_file(path)).hexdigest()
