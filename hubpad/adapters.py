@@ -114,7 +114,7 @@ class Hy3Adapter(Adapter):
         if config.get("num_nextn_predict_layers"):
             spec = {"method": "mtp", "num_speculative_tokens": int(config["num_nextn_predict_layers"])}
         return {"tool_call_parser": "hy_v3", "reasoning_parser": "hy_v3", "speculative_config": spec,
-                "extra_args": ["--enable-auto-tool-choice"]}
+                "extra_args": []}
 
 
 _SHARED = [

@@ -75,8 +75,16 @@ def _nvfp4_linear(name: str, out_f: int, in_f: int) -> list[tuple[str, str, tupl
             (f"{name}.input_global_scale", "F32", (1,))]
 
 
-def tiny_hy3_tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
-    """Tensor names, dtypes and shapes of the tiny Hy3 in RedHatAI's layout (MTP layer included)."""
+def _bf16_linear(name: str, out_f: int, in_f: int) -> list[tuple[str, str, tuple[int, ...]]]:
+    return [(f"{name}.weight", "BF16", (out_f, in_f))]
+
+
+def tiny_hy3_tensors(cfg: dict, layout: str = "redhat") -> list[tuple[str, str, tuple[int, ...]]]:
+    """Tensor names, dtypes and shapes of a Hy3 in RedHatAI's layout ("redhat") or tencent's BF16 ("bf16").
+
+    Works for the real Hy3 config too (81 layers with the MTP one, 192 experts); benchmarks and tests use
+    that with `write_checkpoint(header_only=True)`.
+    """
     h, v = cfg["hidden_size"], cfg["vocab_size"]
     hd, nh, nkv = cfg["head_dim"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     n = cfg["num_hidden_layers"]
@@ -84,8 +92,8 @@ def tiny_hy3_tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
     for layer in range(n + 1):
         p = f"model.layers.{layer}"
         mtp = layer == n
-        attn = (lambda name, o, i: [(f"{name}.weight", "BF16", (o, i))]) if mtp else _fp8_linear
-        mlp = (lambda name, o, i: [(f"{name}.weight", "BF16", (o, i))]) if mtp else _nvfp4_linear
+        attn = _bf16_linear if mtp or layout == "bf16" else _fp8_linear
+        mlp = _bf16_linear if mtp or layout == "bf16" else _nvfp4_linear
         out += [(f"{p}.input_layernorm.weight", "BF16", (h,)), (f"{p}.post_attention_layernorm.weight", "BF16", (h,))]
         out += attn(f"{p}.self_attn.q_proj", nh * hd, h) + attn(f"{p}.self_attn.k_proj", nkv * hd, h)
         out += attn(f"{p}.self_attn.v_proj", nkv * hd, h) + attn(f"{p}.self_attn.o_proj", h, nh * hd)
@@ -123,8 +131,12 @@ def _data(dtype: str, shape: tuple[int, ...], rng: random.Random) -> bytes:
 
 
 def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tuple[int, ...]]], n_shards: int = 2,
-                     seed: int = 0, extra_files: dict[str, str] | None = None) -> Path:
-    """Write a sharded safetensors checkpoint (random bytes) with config.json and index."""
+                     seed: int = 0, extra_files: dict[str, str] | None = None, header_only: bool = False) -> Path:
+    """Write a sharded safetensors checkpoint (random bytes) with config.json and index.
+
+    `header_only` writes real headers over sparse data sections: full-size files that cost no disk,
+    for planning at real scale.
+    """
     path.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     per = -(-len(tensors) // n_shards)
@@ -134,11 +146,15 @@ def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tup
         name = f"model-{s + 1:05d}-of-{n_shards:05d}.safetensors"
         sizes = [(t, d, sh, _nbytes(d, sh)) for t, d, sh in chunk]
         with open(path / name, "wb") as f:
-            f.write(encode_header(sizes, {"format": "pt"}))
+            header = encode_header(sizes, {"format": "pt"})
+            f.write(header)
             for t, d, sh, nb in sizes:
-                f.write(_data(d, sh, rng))
+                if not header_only:
+                    f.write(_data(d, sh, rng))
                 weight_map[t] = name
                 total += nb
+            if header_only:
+                f.truncate(len(header) + sum(x[3] for x in sizes))
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (path / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2) + "\n")

@@ -48,6 +48,7 @@ class Publisher(ABC):
     """Where the derivative goes. Implementations: `LocalPublisher`, `HubPublisher`."""
 
     label: str
+    repo_id: str  # the Hub id the card and recipe name (for a local target: where it would be uploaded)
     summary: Summary
 
     @abstractmethod
@@ -94,12 +95,12 @@ class Publisher(ABC):
 def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates_dir: Path | None,
                      published_commit: str | None = None) -> dict[str, str]:
     """README.md, recipe and (when needed) the vLLM patch, rendered from the manifest."""
-    from .card import render_derivative_files
+    from .card import render_derivative
 
     upstream_card = None
     if "README.md" in plan.files:
         upstream_card = plan.source.read_file("README.md").decode("utf-8", errors="replace")
-    result = render_derivative_files(manifest, target_repo=publisher.label, upstream_card=upstream_card,
+    result = render_derivative(manifest, target_repo=publisher.repo_id, upstream_card=upstream_card,
                                      existing_readme=publisher.existing_readme(), published_commit=published_commit,
                                      templates_dir=templates_dir, upstream_files=set(plan.files))
     for warning in result.warnings:

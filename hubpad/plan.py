@@ -281,11 +281,26 @@ def choose_heads(h: int, kv: int, hd: int, tp: int, aligns: dict, hidden: int, a
         if not _heads_ok(h2, k2, hd, tp, aligns, hidden, adapter):
             return h2, k2
     reasons = "; ".join(_heads_ok(h, kv, hd, tp, aligns, hidden, adapter))
-    raise HubpadError(f"no valid head padding exists for tp={tp} ({reasons}, and no larger whole-group count fixes it)")
+    # Say what blocks the first candidate that shards at all: that is the constraint to relax.
+    for h2, k2 in sorted(candidates):
+        why = _heads_ok(h2, k2, hd, tp, aligns, hidden, adapter)
+        if h2 % tp == 0 and kv_per_rank(k2, tp) is not None:
+            reasons += f"; the first whole-group padding that shards, {h2} heads / {k2} kv heads, fails: " + "; ".join(why)
+            break
+    raise HubpadError(f"no valid head padding exists for tp={tp} ({reasons})")
+
+
+# MLP widths per rank are kept to whole 128-wide GEMM tiles whatever the format: it is what FP8-block, NVFP4
+# via Marlin and int4 need anyway, keeps a padded BF16 checkpoint re-quantizable without another pad, and gives
+# Hy3's 13312 → 13440 (4480 = 35·128 per rank at TP=3). Attention dims need no such rule: they move in whole heads.
+# Routed experts only need what fused-MoE kernels need (Marlin MoE: intermediate per rank % 64), which keeps
+# stock TP values working (Hy3's 1536 experts at TP=8 = 192 per rank).
+MLP_TILE = 128
+EXPERT_TILE = 64
 
 
 def choose_intermediate(size: int, tp: int, n_align: int, k_align: int) -> int:
-    """Smallest size >= `size` whose per-rank slice is a multiple of both alignments."""
+    """Smallest size >= `size` whose per-rank slice is a multiple of both alignments (tiles included)."""
     step = math.lcm(n_align, k_align)
     if size % tp == 0 and (size // tp) % step == 0:
         return size
@@ -480,8 +495,11 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         key = {"q": "q_n", "kv": "kv_n", "o": "o_k"}.get(role.kind)
         if key:
             aligns[key] = math.lcm(aligns[key], lay.n_align if role.kind != "o" else lay.k_align)
+        elif role.group == "expert":  # routed experts run in fused-MoE kernels, with their own rules
+            a = group_align.setdefault(role.group, [EXPERT_TILE, EXPERT_TILE])
+            a[0] = a[1] = math.lcm(a[0], lay.moe_align)
         else:
-            a = group_align.setdefault(role.group, [1, 1])
+            a = group_align.setdefault(role.group, [MLP_TILE, MLP_TILE])
             if role.kind == "rows":
                 a[0] = math.lcm(a[0], lay.n_align)
             else:
@@ -510,7 +528,7 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
             Dim("head dim", ("head_dim",), hd, hd)]
     new_inter: dict[str, int] = {}
     for group, (keys, size) in inter.items():
-        n_al, k_al = group_align.get(group, [1, 1])
+        n_al, k_al = group_align.get(group, [MLP_TILE, MLP_TILE])
         new_inter[group] = choose_intermediate(size, tp, n_al, k_al)
         dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
 
@@ -567,7 +585,8 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     vocab = vocab_info(int(config.get("vocab_size", 0)), tp)
     rank_table = make_rank_table(tp, h2, kv2, hd, aligns, new_inter, group_align, vocab, config, adapter, hidden)
     upstream_ok = [t for t in range(1, 9) if choose_heads_quiet(heads, kv, hd, t, aligns, hidden, adapter)
-                   and all(choose_intermediate(s, t, *group_align.get(g, [1, 1])) == s for g, (_, s) in inter.items())]
+                   and all(choose_intermediate(s, t, *group_align.get(g, [MLP_TILE, MLP_TILE])) == s
+                           for g, (_, s) in inter.items())]
     index_metadata = {k: v for k, v in (index.get("metadata") or {}).items() if k != "total_size"}
     return Plan(source=source, tp=tp, config=config, new_config=merged, adapter=adapter, quant=quant, formats=formats,
                 dims=dims, tensors=ordered, shards=shards, files=files, weight_files=names, copied_files=copied,
@@ -648,7 +667,7 @@ def make_rank_table(tp, h2, kv2, hd, aligns, new_inter, group_align, vocab, conf
         k = kvr * hd
         row("k/v_proj rows", kv2 * hd, k, k % aligns["kv_n"] == 0, f"{k} % {aligns['kv_n']} == 0")
     for group, size in new_inter.items():
-        n_al, k_al = group_align.get(group, [1, 1])
+        n_al, k_al = group_align.get(group, [MLP_TILE, MLP_TILE])
         a = math.lcm(n_al, k_al)
         per = size // tp if size % tp == 0 else None
         row(f"{group} intermediate", size, per, per is not None and per % a == 0, f"{size} / {tp} % {a} == 0")

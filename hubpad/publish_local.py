@@ -21,9 +21,10 @@ from .source import Source
 class LocalPublisher(Publisher):
     """Writes the derivative into `dst` atomically (as far as one rename allows)."""
 
-    def __init__(self, dst: str | os.PathLike[str], force: bool = False) -> None:
+    def __init__(self, dst: str | os.PathLike[str], force: bool = False, repo_id: str | None = None) -> None:
         self.dst = Path(dst).absolute()
         self.label = str(dst)
+        self.repo_id = repo_id or f"local/{self.dst.name}"
         self.force = force
         self.summary = Summary()
         self.tmp: Path | None = None

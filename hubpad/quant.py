@@ -27,6 +27,9 @@ _ONE = {
     "F8_E4M3": b"\x38",
     "F8_E8M0": b"\x7f",
 }
+# Unquantized layers have no block structure, but GEMM and grouped-GEMM kernels want 16-byte aligned rows
+# (torch's grouped_mm refuses anything else); 8 elements per rank keeps bf16 and fp32 rows aligned.
+DENSE_ALIGN = 8
 ZERO_NIBBLES_INT4 = b"\x88\x88\x88\x88"  # int4 stored with offset 8: eight zeros packed in one int32 word
 
 # Parameter suffixes that belong to a linear layer (`<module>.<suffix>`), and the single-value ones that
@@ -106,7 +109,7 @@ class LinearLayout:
             return 64
         if self.name in ("fp8-tensor", "fp8-channel"):
             return 16
-        return 1
+        return DENSE_ALIGN
 
     @property
     def k_align(self) -> int:
@@ -118,7 +121,19 @@ class LinearLayout:
             return math.lcm(128, 8, self.group or 1)
         if self.name in ("fp8-tensor", "fp8-channel"):
             return 16
-        return 1
+        return DENSE_ALIGN
+
+    @property
+    def moe_align(self) -> int:
+        """Per-rank alignment of a routed expert's intermediate dim (fused-MoE kernels, not linear ones).
+
+        vLLM's Marlin MoE needs intermediate-per-rank % max(64, group); FP8-block needs whole blocks.
+        """
+        if self.name == "fp8-block":
+            return math.lcm(64, *self.block)
+        if self.name == "int4":
+            return math.lcm(64, 8, self.group or 1)
+        return 64
 
     @property
     def format_tag(self) -> str:

@@ -1,0 +1,27 @@
+"""Shared helpers for the test suite: run the CLI in-process or as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from hubpad.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, env: dict | None = None):
+    """Run `hubpad ARGS` in-process; returns click's Result (exit_code, stdout, stderr)."""
+    return CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+def cli_subprocess(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `python -m hubpad.cli ARGS` as a separate process (for exit codes, tracebacks, kill -9)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "hubpad.cli", *map(str, args)], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, cwd=ROOT)
