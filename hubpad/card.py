@@ -406,8 +406,10 @@ def _build_context(
     """Everything the templates see, computed here so the templates hold wording and layout only."""
     if not _is_repo_id(target_repo, namespaced=True):
         raise HubpadError(f"target repo {target_repo!r} is not a Hub repo id (namespace/name)")
-    if published_commit is not None and not re.fullmatch(r"[0-9a-f]{7,64}", published_commit):
-        raise HubpadError(f"published commit {published_commit!r} is not a commit sha")
+    # A commit sha, or the immutable tag hubpad puts on the publish commit (the recipe cannot name the sha of
+    # the commit it is part of).
+    if published_commit is not None and not re.fullmatch(r"[0-9a-f]{7,64}|hubpad-[A-Za-z0-9._-]{1,80}", published_commit):
+        raise HubpadError(f"published revision {published_commit!r} is neither a commit sha nor a hubpad tag")
 
     upstream = _need(manifest, "upstream", "")
     upstream_repo = str(_need(upstream, "repo", "upstream."))

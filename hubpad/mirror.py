@@ -85,23 +85,36 @@ class Publisher(ABC):
     def abort(self) -> None:
         """Undo whatever is not yet published."""
 
+    def mark_verified(self, entries: list[dict]) -> None:
+        """Record that staged shards' inputs are now fully verified (Hub staging only)."""
+
     def target_info(self) -> dict:
         return {"repo": self.label, "kind": "local"}
+
+    def published_revision(self) -> str | None:
+        """What the recipe pins (`model_revision`): a tag on the publish commit for the Hub, nothing locally."""
+        return None
 
     def existing_readme(self) -> str | None:
         return None
 
 
-def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates_dir: Path | None,
-                     published_commit: str | None = None) -> dict[str, str]:
+def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates_dir: Path | None) -> dict[str, str]:
     """README.md, recipe and (when needed) the vLLM patch, rendered from the manifest."""
     from .card import render_derivative
 
     upstream_card = None
     if "README.md" in plan.files:
         upstream_card = plan.source.read_file("README.md").decode("utf-8", errors="replace")
+    base_card = None
+    if plan.source.kind == "hub":
+        from .hub import base_model_card
+
+        base_card = base_model_card(plan.source.api, upstream_card)
     result = render_derivative(manifest, target_repo=publisher.repo_id, upstream_card=upstream_card,
-                                     existing_readme=publisher.existing_readme(), published_commit=published_commit,
+                               upstream_base_card=base_card,
+                                     existing_readme=publisher.existing_readme(),
+                                published_commit=publisher.published_revision(),
                                      templates_dir=templates_dir, upstream_files=set(plan.files))
     for warning in result.warnings:
         log(f"warning: {warning}")
@@ -109,8 +122,13 @@ def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates
 
 
 def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None = None, quiet: bool = False,
-               serving_overrides: dict | None = None) -> Summary:
-    """Build and publish the padded derivative described by `plan`."""
+               serving_overrides: dict | None = None, only: set[str] | None = None,
+               publish_only: bool = False) -> Summary:
+    """Build and publish the padded derivative described by `plan`.
+
+    `only`: stage just these shards and stop (one part of a fan-out). `publish_only`: build nothing; every
+    shard must already be staged or published (the fan-out's final step).
+    """
     started = time.monotonic()
     summary = publisher.summary
     summary.target = publisher.label
@@ -119,6 +137,12 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
         raise HubpadError(f"{plan.source.label} already shards at tp={plan.tp}; nothing to pad "
                           f"(stock TP values that work: {plan.upstream_tp_values})")
     existing = publisher.prepare(plan)
+    if is_up_to_date(existing, plan):
+        summary.up_to_date = True
+        summary.commit = existing.get("published_commit")
+        publisher.abort()
+        log(f"{publisher.label} is up to date with {plan.source.label}@{(plan.source.commit or '')[:12]}; nothing to do")
+        return summary
     source, files = plan.source, plan.files
     upstream_sha = {f: files[f].sha256 for f in plan.weight_files}
     readers: dict[str, VerifiedReader] = {}
@@ -139,8 +163,13 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     entries: list[dict] = []
     try:
         for i, shard in enumerate(plan.shards):
+            if only is not None and shard.name not in only:
+                continue
             planned = shard_entry(shard, "", upstream_sha)
             found = publisher.find_reusable(planned) if upstream_sha_known(upstream_sha, shard) else None
+            if found is None and publish_only:
+                raise HubpadError(f"{shard.name} is not staged on {publisher.label}: a part run is missing or "
+                                  f"failed; run its `hubpad mirror ... --part i/K` first (nothing was published)")
             if found is not None:
                 publisher.keep_shard(found)
                 summary.shards_reused.append(shard.name)
@@ -162,6 +191,15 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
             summary.shards_built.append(shard.name)
             entries.append(entry)
         finish_files(None)
+        if only is not None:  # one part of a fan-out: its shards are staged and verified; publish comes later
+            for entry in entries:
+                entry["verified"] = True
+            publisher.mark_verified(entries)
+            publisher.abort()
+            summary.changed = bool(summary.shards_built)
+            summary.seconds = time.monotonic() - started
+            log(f"staged {len(summary.shards_built)} shard(s), {len(summary.shards_reused)} already staged")
+            return summary
         # Local sources learn their hashes only now: fix up the entries' recorded inputs.
         for shard, entry in zip(plan.shards, entries):
             full = {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha}
@@ -179,11 +217,23 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
             if path in files:
                 upstream_files[path] = {"size": files[path].size, "sha256": files[path].sha256 or _sha(source, path)}
 
+        if source.kind == "local":
+            from .check import digest_of, file_sha256
+
+            hashes = {f: e["sha256"] for f, e in upstream_files.items() if e.get("sha256")}
+            for f in files:
+                if f not in hashes:
+                    hashes[f] = file_sha256(source.local_path(f))
+            upstream_digest = digest_of(hashes)
+        else:
+            upstream_digest = None
         serving = dict(plan.adapter.serving(plan.config))
         serving["upstream_tp_values"] = plan.upstream_tp_values
         serving.update(serving_overrides or {})
         generated = ["config.json", INDEX, MANIFEST]
         manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated, serving)
+        if upstream_digest:
+            manifest["upstream"]["digest"] = upstream_digest
         publisher.put_file("config.json", config_json(plan).encode())
         publisher.put_file(INDEX, dumps(plan.index_json()).encode())
         card_files = derivative_files(plan, manifest, publisher, templates_dir)
@@ -200,6 +250,18 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     log(f"done: {len(summary.shards_built)} shard(s) built, {len(summary.shards_reused)} reused, "
         f"{human(summary.bytes_read)} read, {human(summary.bytes_written)} written in {summary.seconds:.1f}s")
     return summary
+
+
+def is_up_to_date(existing: dict | None, plan: Plan) -> bool:
+    """The target already carries this exact upstream commit, padded the same way by this format version."""
+    if not existing or plan.source.commit is None:
+        return False
+    from . import FORMAT_VERSION
+
+    return (existing.get("upstream", {}).get("commit") == plan.source.commit
+            and existing.get("upstream", {}).get("repo") == plan.source.label
+            and existing.get("tp") == plan.tp and existing.get("format_version") == FORMAT_VERSION
+            and [s["name"] for s in existing.get("shards", [])] == [s.name for s in plan.shards])
 
 
 def upstream_sha_known(upstream_sha: dict[str, str | None], shard) -> bool:

@@ -204,7 +204,7 @@ def read_json(source: Source, path: str) -> dict:
 
 def read_header(source: Source, entry: FileEntry) -> SafetensorsHeader:
     """Read and validate one shard's header with at most two small range reads."""
-    first = source.read_range(entry.path, 0, min(entry.size, 1 << 20))
+    first = source.read_range(entry.path, 0, min(entry.size, 100_000))  # as get_safetensors_metadata does
     n = header_length(first, entry.path, entry.size)
     if 8 + n > len(first):
         first += source.read_range(entry.path, len(first), 8 + n)

@@ -1,0 +1,272 @@
+"""Mirror from and to the Hub through the REAL huggingface_hub client and the project's Hub emulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hubpad.demo import build_tiny_hy3, write_checkpoint
+from tests.helpers import ROOT, cli
+
+UP = "RedHatAI/Tiny-Hy3"
+TARGET = "alice/Tiny-Hy3-TP3"
+SHARD = "4MB"  # upstream shards are ~8.7 MB: output shards are re-cut smaller than upstream ones
+
+
+def _seed_dir(hub, repo, path: Path) -> str:
+    files = {p.relative_to(path).as_posix(): p for p in path.rglob("*") if p.is_file()}
+    return hub.seed(repo, files, message="upload")
+
+
+@pytest.fixture
+def upstream(hub, tmp_path):
+    src = build_tiny_hy3(tmp_path / "up")
+    _seed_dir(hub, UP, src)
+    hub.reset_log()
+    return src
+
+
+def _hubpad_commits(hub, repo=TARGET, branch="main"):
+    return [c for c in hub.commits(repo, branch) if c.title.startswith("hubpad: pad")]
+
+
+def _mirror(*extra, check=True):
+    r = cli("mirror", UP, "--tp", "3", "--shard-size", SHARD, "--json", *extra)
+    if check:
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout[r.stdout.index("{"):])
+    return r
+
+
+def _shards(hub, repo=TARGET, rev="main"):
+    return {p: sha for p, sha in hub.files(repo, rev).items() if p.endswith(".safetensors")}
+
+
+def test_full_mirror_publishes_once_and_equals_local_mode(hub, upstream, tmp_path):
+    summary = _mirror()
+    assert len(_hubpad_commits(hub)) == 1
+    assert "hubpad-staging" not in hub.branches(TARGET)
+    # Byte-identical to the local-mode result.
+    local = tmp_path / "local"
+    r = cli("mirror", upstream, "--tp", "3", "--to", local, "--shard-size", SHARD)
+    assert r.exit_code == 0, r.output
+    import hashlib
+
+    local_shards = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in local.glob("*.safetensors")}
+    assert _shards(hub) == local_shards
+    for name in ("config.json", "model.safetensors.index.json"):
+        assert hub.file_bytes(TARGET, name) == (local / name).read_bytes()
+    # Each upstream shard crossed the wire about once (header reads + one streamed pass).
+    for f in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+        size = (upstream / f).stat().st_size
+        assert hub.bytes_served(UP, f) <= 1.05 * size
+    # Untouched files were copied server-side: present, identical, and never uploaded as file bodies.
+    for f in ("LICENSE", "chat_template.jinja", "generation_config.json", "tokenizer_config.json"):
+        assert hub.file_bytes(TARGET, f) == (upstream / f).read_bytes()
+    shard_bytes = sum(s["size"] for s in json.loads(hub.file_bytes(TARGET, "hubpad.json"))["shards"])
+    # Shards plus, at most, the tiny generated files the Hub's .gitattributes routes to LFS (vllm_patch/*.pth).
+    assert shard_bytes <= hub.bytes_uploaded(TARGET) <= shard_bytes + 10_000
+    # Provenance and pinning.
+    manifest = json.loads(hub.file_bytes(TARGET, "hubpad.json"))
+    assert manifest["upstream"]["commit"] == hub.head(UP)
+    assert summary["commit"] == hub.head(TARGET)
+    recipe = next(p for p in hub.files(TARGET) if p.endswith(".yaml"))
+    assert "hubpad-tp3-" in hub.file_bytes(TARGET, recipe).decode()
+    # The derivative verifies against its upstream, both read through the Hub.
+    r = cli("verify", UP, TARGET)
+    assert r.exit_code == 0, r.output
+
+
+def test_bf16_checkpoint_mirror(hub, tmp_path):
+    cfg = {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 64,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
+           "num_hidden_layers": 2, "vocab_size": 100}
+    tensors = [("model.embed_tokens.weight", "BF16", (100, 64))]
+    for i in range(2):
+        p = f"model.layers.{i}"
+        tensors += [(f"{p}.self_attn.q_proj.weight", "BF16", (64, 64)), (f"{p}.self_attn.k_proj.weight", "BF16", (32, 64)),
+                    (f"{p}.self_attn.v_proj.weight", "BF16", (32, 64)), (f"{p}.self_attn.o_proj.weight", "BF16", (64, 64)),
+                    (f"{p}.self_attn.q_norm.weight", "BF16", (16,)), (f"{p}.self_attn.k_norm.weight", "BF16", (16,)),
+                    (f"{p}.mlp.gate_proj.weight", "BF16", (128, 64)), (f"{p}.mlp.up_proj.weight", "BF16", (128, 64)),
+                    (f"{p}.mlp.down_proj.weight", "BF16", (64, 128)), (f"{p}.input_layernorm.weight", "BF16", (64,)),
+                    (f"{p}.post_attention_layernorm.weight", "BF16", (64,))]
+    tensors += [("model.norm.weight", "BF16", (64,)), ("lm_head.weight", "BF16", (100, 64))]
+    src = write_checkpoint(tmp_path / "bf16", cfg, tensors, n_shards=2, extra_files={"README.md": "---\nlicense: mit\n---\n"})
+    _seed_dir(hub, "org/tiny-qwen3", src)
+    r = cli("mirror", "org/tiny-qwen3", "--tp", "3", "--to", "alice/tiny-qwen3-tp3")
+    assert r.exit_code == 0, r.output
+    cfg2 = json.loads(hub.file_bytes("alice/tiny-qwen3-tp3", "config.json"))
+    assert (cfg2["num_attention_heads"], cfg2["num_key_value_heads"], cfg2["intermediate_size"]) == (6, 3, 384)
+    assert cli("verify", "org/tiny-qwen3", "alice/tiny-qwen3-tp3").exit_code == 0
+
+
+def test_rerun_is_up_to_date_and_commits_nothing(hub, upstream):
+    _mirror()
+    head = hub.head(TARGET)
+    hub.reset_log()
+    summary = _mirror()
+    assert summary["up_to_date"] and not summary["changed"]
+    assert hub.head(TARGET) == head
+    assert hub.bytes_uploaded(TARGET) == 0
+    for f in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+        assert hub.bytes_served(UP, f) <= 100_000  # the header window only, never tensor data
+
+
+def test_upstream_change_rebuilds_only_affected_shards(hub, upstream):
+    first = _mirror()
+    manifest = json.loads(hub.file_bytes(TARGET, "hubpad.json"))
+    head = hub.head(TARGET)
+    # Change tensor bytes (not the header) in the second upstream shard.
+    f2 = upstream / "model-00002-of-00002.safetensors"
+    data = bytearray(f2.read_bytes())
+    data[-10] ^= 0xFF
+    f2.write_bytes(bytes(data))
+    hub.seed(UP, {f2.name: f2}, message="fix lm_head")
+    hub.reset_log()
+    summary = _mirror()
+    affected = {s["name"] for s in manifest["shards"] if any(x["file"] == f2.name for x in s["sources"])}
+    assert set(summary["shards_built"]) == affected
+    assert set(summary["shards_reused"]) == {s["name"] for s in manifest["shards"]} - affected
+    assert len(_hubpad_commits(hub)) == 2 and hub.commits(TARGET)[1].id == head  # exactly one new commit
+    sizes = {s["name"]: s["size"] for s in manifest["shards"]}
+    # Rebuilt shards whose bytes did not change are deduplicated by the Hub's LFS store: at most these bytes move.
+    assert 0 < hub.bytes_uploaded(TARGET) <= sum(sizes[n] for n in affected) + 10_000
+    assert hub.bytes_served(UP, "model-00001-of-00002.safetensors") <= 100_000 or \
+        any(x["file"] == "model-00001-of-00002.safetensors" for s in manifest["shards"] if s["name"] in affected
+            for x in s["sources"])
+    assert first["shards_built"] != summary["shards_built"]
+
+
+def _run_bg(*args, env=None):
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.Popen([sys.executable, "-m", "hubpad.cli", *map(str, args)], cwd=ROOT, env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_kill_9_after_first_staging_commit_then_resume(hub, upstream):
+    hub.set_throttle(up_bytes_per_s=4_000_000)  # ~1 s per shard upload: time to kill between stages
+    proc = _run_bg("mirror", UP, "--tp", "3", "--shard-size", SHARD)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if hub.repo_exists(TARGET) and "hubpad-staging" in hub.branches(TARGET) and \
+                len(hub.commits(TARGET, "hubpad-staging")) >= 2:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    staged = [p for p in hub.files(TARGET, "hubpad-staging") if p.endswith(".safetensors")]
+    assert staged and len(_hubpad_commits(hub)) == 0
+    hub.set_throttle(None, None)
+    hub.reset_log()
+    summary = _mirror()
+    assert set(staged) <= set(summary["shards_reused"])
+    assert not set(staged) & set(summary["shards_built"])
+    manifest = json.loads(hub.file_bytes(TARGET, "hubpad.json"))
+    sizes = {s["name"]: s["size"] for s in manifest["shards"]}
+    built = sum(sizes[n] for n in summary["shards_built"])
+    assert built <= hub.bytes_uploaded(TARGET) <= built + 10_000
+    assert len(_hubpad_commits(hub)) == 1
+    assert cli("verify", UP, TARGET).exit_code == 0
+
+
+FAULTS = {
+    "drop mid-body": lambda h: h.faults.drop(r"model-00002-of-00002", after=1_000_000, origin="cdn"),
+    "503 once": lambda h: h.faults.status(503, r"model-00001-of-00002", origin="cdn"),
+    "429 with Retry-After": lambda h: h.faults.status(429, r"model-00002-of-00002", origin="cdn", retry_after=1),
+    "Range ignored": lambda h: h.faults.ignore_range(r"model-00002-of-00002", origin="cdn"),
+    "slow link": lambda h: h.faults.slow(r"model-00001-of-00002", 20_000_000, origin="cdn"),
+}
+
+
+@pytest.fixture
+def reference_shards(hub, upstream, tmp_path_factory):
+    """The fault-free result, computed locally (identical to the Hub result, as the first test shows)."""
+    import hashlib
+
+    out = tmp_path_factory.mktemp("ref") / "ref"
+    assert cli("mirror", upstream, "--tp", "3", "--to", out, "--shard-size", SHARD).exit_code == 0
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.glob("*.safetensors")}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_each_fault_is_survived_with_identical_bytes(hub, upstream, reference_shards, fault, monkeypatch):
+    monkeypatch.setenv("HUBPAD_RESUME_BACKOFF", "0.05")
+    import hubpad.hub_source as hs
+
+    monkeypatch.setattr(hs, "_BACKOFF", 0.05)
+    FAULTS[fault](hub)
+    _mirror()
+    assert _shards(hub) == reference_shards
+    assert len(_hubpad_commits(hub)) == 1
+    assert all(f.fired for f in hub.faults.rules), "the fault never fired"
+
+
+def test_corrupted_upstream_byte_fails_and_publishes_nothing(hub, upstream):
+    hub.faults.corrupt(r"model-00001-of-00002", origin="cdn", at=500_000, times=None)  # past the header window
+    r = _mirror(check=False)
+    assert r.exit_code == 1
+    assert "sha256 mismatch" in r.output and "Traceback" not in r.output
+    assert len(_hubpad_commits(hub)) == 0
+    assert not any(p.endswith(".safetensors") for p in hub.files(TARGET))
+
+
+def test_concurrent_publisher_loses_cleanly_and_nothing_is_lost(hub, upstream):
+    # Another writer lands a commit on main just before our publish commit.
+    hub.faults.add("stale_parent", r"/api/models/alice/Tiny-Hy3-TP3/commit/main", method="POST", origin="api",
+                   message="concurrent commit", files={})
+    r = _mirror(check=False)
+    assert r.exit_code == 1
+    assert "changed while this run was publishing" in r.output
+    assert len(_hubpad_commits(hub)) == 0
+    staged = {p for p in hub.files(TARGET, "hubpad-staging") if p.endswith(".safetensors")}
+    assert staged  # nothing lost: the next run reuses every staged shard
+    summary = _mirror()
+    assert set(summary["shards_reused"]) == staged and not summary["shards_built"]
+    assert len(_hubpad_commits(hub)) == 1
+
+
+@pytest.mark.parametrize("max_disk,limit", [("5MB", 1), ("10MB", 2)])
+def test_peak_disk_is_one_or_two_output_shards(hub, upstream, max_disk, limit, tmp_path):
+    summary = _mirror("--max-disk", max_disk, "--workdir", tmp_path / "work")
+    assert 0 < summary["peak_disk"] <= limit * 4_000_000 + 100_000
+    upstream_shard = (upstream / "model-00002-of-00002.safetensors").stat().st_size
+    assert summary["peak_disk"] < upstream_shard  # whatever the upstream shard size
+
+
+def test_refuses_foreign_target_and_never_logs_the_token(hub, upstream):
+    hub.seed("alice/not-hubpad", {"precious.bin": b"x" * 10})
+    r = cli("mirror", UP, "--tp", "3", "--to", "alice/not-hubpad")
+    assert r.exit_code == 1 and "did not create" in r.output
+    assert hub.file_bytes("alice/not-hubpad", "precious.bin") == b"x" * 10
+    r = _mirror(check=False)
+    assert hub.token not in r.output
+    for path in hub.files(TARGET):
+        assert hub.token.encode() not in hub.file_bytes(TARGET, path)
+
+
+def test_default_target_is_users_name_tp(hub, upstream):
+    r = cli("mirror", UP, "--tp", "3", "--shard-size", SHARD, "--private")
+    assert r.exit_code == 0, r.output
+    assert hub.repo_exists("alice/Tiny-Hy3-TP3")
+
+
+def test_check_reports_missing_up_to_date_and_stale(hub, upstream):
+    def check():
+        r = cli("check", UP, "--tp", "3", "--json")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    assert check()["status"] == "missing"
+    _mirror()
+    assert check()["status"] == "up-to-date"
+    hub.seed(UP, {"generation_config.json": b'{"temperature": 0.5}'})
+    c = check()
+    assert c["status"] == "stale" and c["changed"] and c["upstream_sha"] == hub.head(UP)
