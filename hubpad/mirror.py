@@ -99,7 +99,8 @@ class Publisher(ABC):
         return None
 
 
-def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates_dir: Path | None) -> dict[str, str]:
+def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates_dir: Path | None,
+                     warn: bool = True) -> dict[str, str]:
     """README.md, recipe and (when needed) the vLLM patch, rendered from the manifest."""
     from .card import render_derivative
 
@@ -116,7 +117,7 @@ def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates
                                      existing_readme=publisher.existing_readme(),
                                 published_commit=publisher.published_revision(),
                                      templates_dir=templates_dir, upstream_files=set(plan.files))
-    for warning in result.warnings:
+    for warning in result.warnings if warn else ():
         log(f"warning: {warning}")
     return result.files
 
@@ -236,8 +237,11 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
             manifest["upstream"]["digest"] = upstream_digest
         publisher.put_file("config.json", config_json(plan).encode())
         publisher.put_file(INDEX, dumps(plan.index_json()).encode())
-        card_files = derivative_files(plan, manifest, publisher, templates_dir)
+        card_files = derivative_files(plan, manifest, publisher, templates_dir, warn=False)
+        # The card lists the generated files, itself included: render again once that list is known, so a
+        # later `hubpad card` refresh renders exactly the same text.
         manifest["files"]["generated"] = sorted(set(generated) | set(card_files))
+        card_files = derivative_files(plan, manifest, publisher, templates_dir)
         for path, text in card_files.items():
             publisher.put_file(path, text.encode())
         publisher.put_file(MANIFEST, dumps(manifest).encode())
