@@ -95,6 +95,10 @@ def plan(src: str, tp: int, revision: str | None, shard_size: int, parts: int | 
     data = p.to_json()
     if parts:
         data["parts"] = split_parts(p, parts)
+    from .gha import set_outputs
+
+    set_outputs({"total_bytes": p.bytes_out, "shard_count": len(p.shards), "upstream_sha": p.source.commit or "",
+                 "changed": p.needs_padding})
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:

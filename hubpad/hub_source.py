@@ -67,6 +67,7 @@ class HubSource(Source):
             return
         url = self.url(path)
         pos, resumes = start, 0
+        buf = bytearray()
         while pos < end:
             headers = build_hf_headers(token=self.api.token)
             headers.update({"Accept-Encoding": "identity", "Range": f"bytes={pos}-{end - 1}"})
@@ -86,21 +87,29 @@ class HubSource(Source):
                     else:
                         raise HubpadError(f"upstream {self.repo_id}/{path}: unexpected HTTP {r.status_code}")
                     self.bytes_requested += end - pos
-                    for chunk in r.iter_bytes(CHUNK):
+                    # iter_bytes() without a size hands over bytes as they arrive, so a dropped connection loses
+                    # none of them; they are batched here into CHUNK-sized pieces for the writer.
+                    for piece in r.iter_bytes():
                         if skip:
-                            cut = min(skip, len(chunk))
-                            chunk, skip = chunk[cut:], skip - cut
-                        if not chunk:
+                            cut = min(skip, len(piece))
+                            piece, skip = piece[cut:], skip - cut
+                        if not piece:
                             continue
-                        chunk = chunk[:end - pos]
-                        pos += len(chunk)
-                        resumes = 0
-                        yield chunk
+                        buf += piece[:end - pos - len(buf)]
+                        if len(buf) >= CHUNK or pos + len(buf) >= end:
+                            chunk, buf = bytes(buf), bytearray()
+                            pos += len(chunk)
+                            resumes = 0
+                            yield chunk
                         if pos >= end:
                             break
-                if pos < end:
+                if pos + len(buf) < end:
                     raise httpx.RemoteProtocolError("connection closed before the requested range was complete")
             except (httpx.TransportError, httpx.RemoteProtocolError, httpx.StreamError) as exc:
+                if buf:  # what did arrive is good: keep it and resume right after it
+                    chunk, buf = bytes(buf), bytearray()
+                    pos += len(chunk)
+                    yield chunk
                 resumes += 1
                 if resumes > MAX_RESUMES:
                     raise HubpadError(f"upstream {self.repo_id}/{path}: download kept failing at byte {pos} "
