@@ -391,6 +391,11 @@ def _tensor_op(t: TensorInfo, suffix: str, layout: LinearLayout, out2: int, in2:
         c1, c2 = (1, 1) if layout.group is None else (in1 // layout.group, in2 // layout.group)
         if t.dtype == "I32":  # packed 8 per word along the output dim
             expect((-(-out1 // 8), c1))
+            if out1 % 8 and out2 != out1:
+                # The last word's unused nibbles hold 0x0 (zero point -8), not 0x8: rows appended there would
+                # dequantize to 8, not 0, and fixing them means rewriting upstream bytes. Refuse rather than guess.
+                raise HubpadError(f"tensor {t.name}: asymmetric int4 zero points are packed 8 rows per word and "
+                                  f"{out1} rows is not a multiple of 8; padding it cannot be made exactly zero")
             return pad((-(-out2 // 8), c2), ZERO_NIBBLES_INT4)
         expect((out1, c1))
         return pad((out2, c2), zero)
