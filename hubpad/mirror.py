@@ -230,6 +230,8 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
             upstream_digest = None
         serving = dict(plan.adapter.serving(plan.config))
         serving["upstream_tp_values"] = plan.upstream_tp_values
+        if plan.quant.weight_only_nvfp4:  # W4A16 NVFP4 experts: GB10 (sm_121) serves them with Marlin MoE kernels
+            serving["extra_args"] = [*serving.get("extra_args", []), "--moe-backend", "marlin"]
         serving.update(serving_overrides or {})
         generated = ["config.json", INDEX, MANIFEST]
         manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated, serving)

@@ -70,13 +70,16 @@ class QuantConfig:
         method = qc.get("quant_method")
         if method == "compressed-tensors":
             blocks, groups = set(), set()
+            weight_only_fp4 = False
             for name, group in (qc.get("config_groups") or {}).items():
                 w = (group or {}).get("weights") or {}
+                if w.get("num_bits") == 4 and w.get("type") == "float" and not (group or {}).get("input_activations"):
+                    weight_only_fp4 = True
                 if w.get("strategy") == "block" and w.get("block_structure"):
                     blocks.add(tuple(int(x) for x in w["block_structure"]))
                 if w.get("num_bits") == 4 and w.get("type") == "int" and w.get("group_size"):
                     groups.add(int(w["group_size"]))
-            return QuantConfig("compressed-tensors", tuple(sorted(blocks)), tuple(sorted(groups)))
+            return QuantConfig("compressed-tensors", tuple(sorted(blocks)), tuple(sorted(groups)), weight_only_fp4)
         if method == "modelopt":
             return QuantConfig("modelopt", weight_only_nvfp4=qc.get("quant_algo") == "W4A16_NVFP4")
         if method == "fp8":
