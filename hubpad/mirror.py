@@ -253,8 +253,10 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
         raise
     summary.changed = True
     summary.seconds = time.monotonic() - started
-    log(f"done: {len(summary.shards_built)} shard(s) built, {len(summary.shards_reused)} reused, "
-        f"{human(summary.bytes_read)} read, {human(summary.bytes_written)} written in {summary.seconds:.1f}s")
+    log(f"done in {summary.seconds:.1f}s: {len(summary.shards_built)} shard(s) built, {len(summary.shards_reused)} "
+        f"reused; {human(summary.bytes_read)} read, {human(summary.bytes_written)} written, "
+        f"{human(summary.bytes_uploaded)} uploaded, peak disk {human(summary.peak_disk)}"
+        + (f"; commit {summary.url}" if summary.url and summary.commit else ""))
     return summary
 
 
