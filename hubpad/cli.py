@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -53,6 +54,12 @@ class HubpadGroup(click.Group):
             _fail("interrupted")
         except OSError as exc:
             _fail(f"{exc.strerror or exc}: {exc.filename}" if getattr(exc, "filename", None) else str(exc))
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as exc:  # a bug or an unexpected library error: still one line, unless debugging
+            if os.environ.get("HUBPAD_DEBUG"):
+                raise
+            _fail(f"internal error ({type(exc).__name__}: {exc}); set HUBPAD_DEBUG=1 for a traceback")
 
 
 def _fail(message: str) -> None:

@@ -146,6 +146,12 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
         return summary
     source, files = plan.source, plan.files
     upstream_sha = {f: files[f].sha256 for f in plan.weight_files}
+    if source.kind == "local" and (getattr(publisher, "staged", None) or (existing or {}).get("shards")):
+        # Shards from an earlier run can only be matched by content: hash the local files first (a local
+        # read pass is cheap next to rebuilding and re-uploading).
+        from .check import file_sha256
+
+        upstream_sha = {f: file_sha256(source.local_path(f)) for f in plan.weight_files}
     readers: dict[str, VerifiedReader] = {}
     verified: dict[str, str] = {}
     last_use = {t.src.file: i for i, s in enumerate(plan.shards) for t in s.tensors}
