@@ -48,6 +48,7 @@ class Publisher(ABC):
     """Where the derivative goes. Implementations: `LocalPublisher`, `HubPublisher`."""
 
     label: str
+    stages: bool = False  # True when finished shards are kept durably before the publish (resume across runs)
     repo_id: str  # the Hub id the card and recipe name (for a local target: where it would be uploaded)
     summary: Summary
 
@@ -146,9 +147,10 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
         return summary
     source, files = plan.source, plan.files
     upstream_sha = {f: files[f].sha256 for f in plan.weight_files}
-    if source.kind == "local" and (getattr(publisher, "staged", None) or (existing or {}).get("shards")):
-        # Shards from an earlier run can only be matched by content: hash the local files first (a local
-        # read pass is cheap next to rebuilding and re-uploading).
+    if source.kind == "local" and (publisher.stages or (existing or {}).get("shards")):
+        # Staged or published shards can only be matched to a local upstream by content: hash the local files
+        # first (a local read pass is cheap next to rebuilding and re-uploading), so records made now and
+        # on a resumed run agree.
         from .check import file_sha256
 
         upstream_sha = {f: file_sha256(source.local_path(f)) for f in plan.weight_files}

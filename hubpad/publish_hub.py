@@ -45,6 +45,8 @@ def release_tag(upstream_commit: str | None, tp: int) -> str:
 class HubPublisher(Publisher):
     """Stages shards on `hubpad-staging` of `repo_id`, then publishes with one commit on `branch`."""
 
+    stages = True
+
     def __init__(self, api, repo_id: str, *, branch: str = "main", force: bool = False, private: bool = False,
                  workdir: str | os.PathLike[str] | None = None, max_disk: int | None = None) -> None:
         if repo_id.count("/") != 1 or not all(repo_id.split("/")):

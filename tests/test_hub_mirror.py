@@ -270,3 +270,35 @@ def test_check_reports_missing_up_to_date_and_stale(hub, upstream):
     hub.seed(UP, {"generation_config.json": b'{"temperature": 0.5}'})
     c = check()
     assert c["status"] == "stale" and c["changed"] and c["upstream_sha"] == hub.head(UP)
+
+
+def test_local_upstream_to_hub_target_resumes(hub, upstream):
+    """A local SRC has no Hub hashes: hubpad hashes it up front so staged shards match on the re-run."""
+    from hubpad.mirror import run_mirror
+    from hubpad.plan import make_plan
+    from hubpad.publish_hub import HubPublisher
+    from hubpad.hub import api_for
+    from hubpad.source import LocalSource
+    import hubpad.mirror as m
+
+    plan = make_plan(LocalSource(upstream), 3, 4_000_000)
+    calls = {"n": 0}
+    real = m.build_shard
+
+    def crash_after_two(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt  # as if killed
+        return real(*a, **k)
+
+    m.build_shard = crash_after_two
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_mirror(plan, HubPublisher(api_for(), "alice/local-tp3"), quiet=True)
+    finally:
+        m.build_shard = real
+    staged = [p for p in hub.files("alice/local-tp3", "hubpad-staging") if p.endswith(".safetensors")]
+    assert len(staged) == 2
+    summary = run_mirror(make_plan(LocalSource(upstream), 3, 4_000_000), HubPublisher(api_for(), "alice/local-tp3"),
+                         quiet=True)
+    assert set(summary.shards_reused) == set(staged) and len(summary.shards_built) == 3
