@@ -10,7 +10,6 @@ block, inject HTML, nor forge the owner-section markers.
 from __future__ import annotations
 
 import json
-import logging
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -26,7 +25,6 @@ from hubpad import __version__
 from hubpad.errors import HubpadError
 from hubpad.paths import builtin_templates_dir
 
-log = logging.getLogger(__name__)
 
 OWNER_START = "<!-- hubpad:owner-section:start -->"
 OWNER_END = "<!-- hubpad:owner-section:end -->"
@@ -71,33 +69,6 @@ class RenderResult:
 
     files: dict[str, str]
     warnings: list[str] = field(default_factory=list)
-
-
-def render_derivative_files(
-    manifest: dict,
-    *,
-    target_repo: str,
-    upstream_card: str | None,
-    upstream_base_card: str | None = None,
-    existing_readme: str | None = None,
-    published_commit: str | None = None,
-    templates_dir: Path | None = None,
-    upstream_files: set[str] | None = None,
-) -> dict[str, str]:
-    """Render the derivative's generated files; warnings are logged (use `render_derivative` to get them as a list)."""
-    result = render_derivative(
-        manifest,
-        target_repo=target_repo,
-        upstream_card=upstream_card,
-        upstream_base_card=upstream_base_card,
-        existing_readme=existing_readme,
-        published_commit=published_commit,
-        templates_dir=templates_dir,
-        upstream_files=upstream_files,
-    )
-    for warning in result.warnings:
-        log.warning("%s", warning)
-    return result.files
 
 
 def render_derivative(
