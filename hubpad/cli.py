@@ -102,8 +102,6 @@ def plan(src: str, tp: int, revision: str | None, shard_size: int, parts: int | 
     data = p.to_json()
     if parts:
         data["parts"] = split_parts(p, parts)
-    from .gha import set_outputs
-
     set_outputs({"total_bytes": p.bytes_out, "shard_count": len(p.shards), "upstream_sha": p.source.commit or "",
                  "changed": p.needs_padding})
     if as_json:
@@ -187,13 +185,22 @@ def _build(job: Job, *, force: bool, workdir, parts: tuple[int, int] | None = No
     return plan, publisher
 
 
-def _report(summary, publisher, as_json: bool) -> None:
-    from .gha import append_summary, set_outputs
+def set_outputs(values: dict) -> None:
+    """Step outputs under snake_case (what action.yml maps) and kebab-case (for direct use in a workflow)."""
+    from .gha import set_outputs as gha_set_outputs
+
+    both = dict(values)
+    both.update({k.replace("_", "-"): v for k, v in values.items() if "_" in k})
+    gha_set_outputs(both)
+
+
+def _report(summary, publisher, as_json: bool, plan=None) -> None:
+    from .gha import append_summary
 
     set_outputs({"changed": summary.changed, "upstream_sha": summary.upstream_commit or "",
                  "target_commit": summary.commit or "", "target_url": summary.url or "",
                  "target": publisher.label})
-    append_summary(_summary_markdown(summary))
+    append_summary(_summary_markdown(summary, plan))
     if as_json:
         click.echo(json.dumps(summary.to_json(), indent=2))
     elif summary.up_to_date:
@@ -204,11 +211,15 @@ def _report(summary, publisher, as_json: bool) -> None:
         click.echo(f"staged {len(summary.shards_built)} shard(s) on {publisher.label}")
 
 
-def _summary_markdown(s) -> str:
+def _summary_markdown(s, plan=None) -> str:
     lines = [f"### hubpad: {s.target}", ""]
     if s.up_to_date:
         lines.append(f"Up to date with upstream commit `{(s.upstream_commit or '')[:12]}`; nothing published.")
         return "\n".join(lines)
+    if plan is not None:
+        lines += [f"Padded for TP={plan.tp}:", "", "| dim | before | after |", "|---|---:|---:|"]
+        lines += [f"| {d.name} | {d.before} | {d.after} |" for d in plan.dims]
+        lines.append("")
     lines += ["| | |", "|---|---|", f"| upstream commit | `{s.upstream_commit}` |",
               f"| shards built / reused | {len(s.shards_built)} / {len(s.shards_reused)} |",
               f"| bytes read / written / uploaded | {human(s.bytes_read)} / {human(s.bytes_written)} / "
@@ -249,7 +260,7 @@ def mirror(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir,
         return
     summary = run_mirror(plan, publisher, templates_dir=Path(templates_dir) if templates_dir else None,
                          serving_overrides=job.serving, only=only)
-    _report(summary, publisher, as_json)
+    _report(summary, publisher, as_json, plan)
 
 
 @main.command()
@@ -267,7 +278,7 @@ def publish(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir
         return
     summary = run_mirror(plan, publisher, templates_dir=Path(templates_dir) if templates_dir else None,
                          serving_overrides=job.serving, publish_only=True)
-    _report(summary, publisher, as_json)
+    _report(summary, publisher, as_json, plan)
 
 
 def make_publisher(source, dst: str | None, tp: int, *, force: bool, private: bool, workdir, max_disk):
@@ -294,7 +305,6 @@ def make_publisher(source, dst: str | None, tp: int, *, force: bool, private: bo
 def check(src, dst, tp, revision, config_file, as_json) -> None:
     """Is DST up to date with SRC? API calls only: reports up-to-date, stale or missing."""
     from .check import check_many, check_one
-    from .gha import set_outputs
 
     if config_file:
         result = check_many(config_file, only_upstream=src, target=dst)
@@ -333,8 +343,6 @@ def card(dst, upstream, templates_dir, dry_run) -> None:
 
     result = refresh_card(dst, upstream=upstream, templates_dir=Path(templates_dir) if templates_dir else None,
                           dry_run=dry_run)
-    from .gha import set_outputs
-
     set_outputs({"changed": bool(result["changed"]), "target_commit": result.get("commit") or "",
                  "target_url": result.get("url") or ""})
     if not result["changed"]:

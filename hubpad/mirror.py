@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import HubpadError
+from .gha import group
 from .gha_log import log
 from .manifest import MANIFEST, build_manifest, config_json, dumps, shard_entry, shard_inputs_key
 from .pad import build_shard
@@ -188,11 +189,12 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
                         reader(f)
                 finish_files(i)
                 continue
-            path = publisher.shard_path(shard.name)
-            progress = Progress(shard.name, shard.size, quiet=quiet)
-            digest = build_shard(shard, reader, path, on_bytes=progress.update)
-            progress.close()
-            finish_files(i)
+            with group(f"{shard.name} ({human(shard.size)})"):
+                path = publisher.shard_path(shard.name)
+                progress = Progress(shard.name, shard.size, quiet=quiet)
+                digest = build_shard(shard, reader, path, on_bytes=progress.update)
+                progress.close()
+                finish_files(i)
             summary.bytes_written += shard.size
             entry = shard_entry(shard, digest, {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha})
             entry["verified"] = all(f in verified for f in shard.source_ranges())
