@@ -18,7 +18,70 @@ def api_for(token: str | None = None):
     """An HfApi on the current endpoint; the token comes from huggingface_hub's usual sources unless given."""
     from huggingface_hub import HfApi, get_token
 
+    install_retries()
     return HfApi(endpoint=endpoint(), token=token or get_token())
+
+
+# Answers the Hub gives for a request it did not carry out (rate limit, overload, gateway): worth trying again.
+RETRY_STATUS = (429, 500, 502, 503, 504)
+RETRIES = 4
+_retries_installed = False
+
+
+def install_retries() -> None:
+    """Make huggingface_hub's shared HTTP client retry 429 (after Retry-After) and 5xx answers.
+
+    huggingface_hub retries those for file transfers and a few listings, but not for most API calls (repo info,
+    refs, branch, tag and commit POSTs), so one transient answer anywhere in a multi-hour mirror would end it.
+    Only requests whose body is in memory are re-sent (file uploads are retried by huggingface_hub itself). A
+    re-sent commit that had in fact landed fails its parent_commit guard, so nothing is published twice.
+    """
+    global _retries_installed
+    if _retries_installed:
+        return
+    from huggingface_hub import set_client_factory
+
+    set_client_factory(_retrying_client_factory)
+    _retries_installed = True
+
+
+def _retrying_client_factory():
+    import time
+
+    from huggingface_hub.utils import _http, httpx
+
+    from .gha_log import log
+
+    class RetryingClient(httpx.Client):
+        def send(self, request, **kwargs):
+            attempt = 0
+            while True:
+                response = super().send(request, **kwargs)
+                if (response.status_code not in RETRY_STATUS or attempt >= RETRIES
+                        or not isinstance(request.stream, httpx.ByteStream)):
+                    return response
+                attempt += 1
+                wait = _retry_after(response.headers.get("Retry-After"))
+                if wait is None:
+                    wait = min(2 ** (attempt - 1), 8) * float(os.environ.get("HUBPAD_RESUME_BACKOFF", "1"))
+                response.close()
+                log(f"Hub answered {response.status_code} to {request.method} {request.url.path}; "
+                    f"retry {attempt}/{RETRIES} in {wait:.1f}s")
+                time.sleep(wait)
+
+    base = _http.default_client_factory()  # same hooks and settings as huggingface_hub's own client
+    try:
+        return RetryingClient(event_hooks=base.event_hooks, follow_redirects=base.follow_redirects,
+                              timeout=base.timeout)
+    finally:
+        base.close()
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return min(max(float(value), 0.0), 60.0) if value is not None else None
+    except ValueError:
+        return None
 
 
 @contextmanager

@@ -87,6 +87,9 @@ class Publisher(ABC):
     def abort(self) -> None:
         """Undo whatever is not yet published."""
 
+    def settle_published(self) -> None:
+        """The target is up to date: finish what a run that published, then stopped, left undone (Hub: tag)."""
+
     def mark_verified(self, entries: list[dict]) -> None:
         """Record that staged shards' inputs are now fully verified (Hub staging only)."""
 
@@ -143,6 +146,7 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     if is_up_to_date(existing, plan):
         summary.up_to_date = True
         summary.commit = existing.get("published_commit")
+        publisher.settle_published()
         publisher.abort()
         log(f"{publisher.label} is up to date with {plan.source.label}@{(plan.source.commit or '')[:12]}; nothing to do")
         return summary
@@ -180,13 +184,20 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
             if found is None and publish_only:
                 raise HubpadError(f"{shard.name} is not staged on {publisher.label}: a part run is missing or "
                                   f"failed; run its `hubpad mirror ... --part i/K` first (nothing was published)")
+            if found is not None and not found.get("verified", True):
+                # Staged by a run that stopped before it had hashed all of this shard's inputs: the bytes it was
+                # built from were never checked (a corrupted download is caught only by the file's hash). Rebuild
+                # it from inputs read and hashed now, hash only, and keep the staged copy only if it is identical.
+                if build_shard(shard, reader, None) != found.get("sha256"):
+                    log(f"warning: staged {shard.name} does not match its upstream bytes (an earlier run read "
+                        f"corrupted bytes?); building it again")
+                    for f in shard.source_ranges():  # fresh readers: the shard's ranges are read again from 0
+                        summary.bytes_read += readers.pop(f).bytes_read
+                    found = None
             if found is not None:
                 publisher.keep_shard(found)
                 summary.shards_reused.append(shard.name)
                 entries.append(found)
-                if not found.get("verified", True):  # staged before its inputs were fully hashed: hash them now
-                    for f in shard.source_ranges():
-                        reader(f)
                 finish_files(i)
                 continue
             with group(f"{shard.name} ({human(shard.size)})"):

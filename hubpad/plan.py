@@ -8,6 +8,7 @@ Every shard header is validated here, so a bad input fails before anything is wr
 from __future__ import annotations
 
 import fnmatch
+import gc
 import json
 import math
 import re
@@ -51,7 +52,10 @@ class PadOp:
     data: bytes = b""
 
 
-@dataclass(frozen=True)
+_COPY_OP = PadOp("copy")
+
+
+@dataclass(frozen=True, slots=True)
 class TensorPlan:
     """One output tensor: where it comes from and how its bytes are made."""
 
@@ -424,6 +428,18 @@ def _split_param(name: str) -> tuple[str, str] | None:
 
 def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     """Read config, index and headers from `source` and decide the whole padding for `tp`."""
+    # A real Hy3 plan creates ~10^6 short-lived containers and no reference cycles: the cyclic collector would
+    # only re-scan them over and over (8 % of planning time), so it pauses while planning.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _make_plan(source, tp, shard_size)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
     if tp < 1:
         raise HubpadError(f"--tp must be at least 1, got {tp}")
     files = source.files()
@@ -475,6 +491,7 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
 
     roles: dict[str, Role] = {}
     layouts: dict[str, LinearLayout] = {}
+    layout_of: dict[tuple, LinearLayout] = {}
     for module, params in modules.items():
         role = adapter.linear_role(module)
         if role is None:
@@ -488,15 +505,22 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
                                   f"{adapter.name}; refusing to guess")
         roles[module] = role
         if role.kind != "copy":
-            layouts[module] = detect_layout(module, params, quant)
+            # The layout follows from the parameters' names, dtypes and shapes (and the config): identical
+            # expert modules share one, detected (with every check) on the first of them.
+            sig = tuple((suffix, p.dtype, p.shape) for suffix, p in params.items())
+            if sig not in layout_of:
+                layout_of[sig] = detect_layout(module, params, quant)
+            layouts[module] = layout_of[sig]
 
-    # Alignment demanded by every layer that shares a padded dim.
+    # Alignment demanded by every layer that shares a padded dim. Both loops below depend only on the
+    # (role, layout) pair, so they visit each distinct pair once, at its first module (same answers and errors).
+    distinct: dict[tuple[int, int], tuple[str, Role, LinearLayout]] = {}
+    for module, role in roles.items():
+        if role.kind != "copy":
+            distinct.setdefault((id(role), id(layouts[module])), (module, role, layouts[module]))
     aligns = {"q_n": 1, "kv_n": 1, "o_k": 1}
     group_align: dict[str, list[int]] = {}
-    for module, role in roles.items():
-        if role.kind == "copy":
-            continue
-        lay = layouts[module]
+    for module, role, lay in distinct.values():
         key = {"q": "q_n", "kv": "kv_n", "o": "o_k"}.get(role.kind)
         if key:
             aligns[key] = math.lcm(aligns[key], lay.n_align if role.kind != "o" else lay.k_align)
@@ -512,10 +536,7 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
 
     # Check the config against the headers before choosing anything.
     expected = {"q": ("out_features", heads * hd), "kv": ("out_features", kv * hd), "o": ("in_features", heads * hd)}
-    for module, role in roles.items():
-        if role.kind == "copy":
-            continue
-        lay = layouts[module]
+    for module, role, lay in distinct.values():
         if role.kind in expected:
             attr, want = expected[role.kind]
         else:
@@ -542,13 +563,15 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         for k in d.config_keys:
             new_config[k] = d.after
 
-    # Byte recipes.
+    # Byte recipes. A recipe depends only on the layout, the parameter's dtype/shape and the target dims, so
+    # the thousands of identical expert tensors share one (computed, with every check, for the first of them).
     tplans: dict[str, TensorPlan] = {}
+    recipes: dict[tuple, tuple[PadOp, tuple]] = {}
     for module, params in modules.items():
         role = roles[module]
         for suffix, t in params.items():
             if role.kind == "copy":
-                op, shape = PadOp("copy"), t.shape
+                op, shape = _COPY_OP, t.shape
             else:
                 lay = layouts[module]
                 out2, in2 = lay.out_features, lay.in_features
@@ -563,12 +586,16 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
                 elif role.kind == "cols":
                     in2 = new_inter[role.group]
                 if suffix == "bias" and role.kind in ("o", "cols"):
-                    op, shape = PadOp("copy"), t.shape
+                    op, shape = _COPY_OP, t.shape
                 else:
-                    op, shape = _tensor_op(t, suffix, lay, out2, in2, role)
+                    key = (id(lay), id(role), suffix, t.dtype, t.shape, out2, in2)  # layouts are shared objects
+                    recipe = recipes.get(key)
+                    if recipe is None:
+                        recipe = recipes[key] = _tensor_op(t, suffix, lay, out2, in2, role)
+                    op, shape = recipe
             tplans[t.name] = _finish(t, op, shape)
     for name, t in plain.items():
-        tplans[name] = _finish(t, PadOp("copy"), t.shape)
+        tplans[name] = _finish(t, _COPY_OP, t.shape)
 
     file_order = {n: i for i, n in enumerate(names)}
     ordered = sorted(tplans.values(), key=lambda p: (file_order[p.src.file], p.src.start))
@@ -606,6 +633,8 @@ def _required(config: dict, key: str):
 
 
 def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan:
+    if op.kind == "copy" and shape == t.shape:  # most tensors: size already checked against the shape by the header
+        return TensorPlan(t.name, t.dtype, t.shape, t, op, t.end - t.start)
     if op.kind == "copy":
         nbytes = t.nbytes
     elif op.kind == "pad":

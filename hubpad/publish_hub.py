@@ -216,6 +216,20 @@ class HubPublisher(Publisher):
             with self._disk_lock:
                 self._on_disk -= size
 
+    def settle_published(self) -> None:
+        """Up to date: a run that made the publish commit but stopped before tagging it (or before dropping the
+        staging branch) is finished here, so the recipe's model_revision tag exists."""
+        tag = self.published_revision()
+        with hub_errors(f"target {self.repo_id}: refs"):
+            refs = self.api.list_repo_refs(self.repo_id)
+        if tag not in {t.name for t in refs.tags}:
+            with hub_errors(f"target {self.repo_id}: tag {tag}"):
+                self.api.create_tag(self.repo_id, tag=tag, revision=self.base_commit, exist_ok=True)
+            log(f"tagged {self.repo_id}@{self.base_commit[:12]} as {tag} (an earlier run stopped before it)")
+        if any(b.name == STAGING_BRANCH for b in refs.branches):
+            with hub_errors(f"target {self.repo_id}: delete {STAGING_BRANCH}"):
+                self.api.delete_branch(self.repo_id, branch=STAGING_BRANCH)
+
     def mark_verified(self, entries: list[dict]) -> None:
         """After a stage-only run: record that the staged shards' upstream files were fully hashed and matched."""
         from huggingface_hub import CommitOperationAdd

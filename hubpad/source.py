@@ -118,6 +118,8 @@ class VerifiedReader:
         self._stream: Iterator[bytes] | None = None
         self._stream_end = 0
         self._pending = memoryview(b"")
+        local = source.local_path(entry.path)
+        self._file = open(local, "rb", buffering=0) if local is not None else None  # noqa: SIM115 (closed in finish)
 
     def set_window(self, end: int) -> None:
         """Limit the next request to [pos, end): the bytes the current output shard needs from this file."""
@@ -126,18 +128,24 @@ class VerifiedReader:
     def _next_chunk(self, need_until: int) -> memoryview:
         if len(self._pending):
             return self._pending
-        if self._stream is None or self.pos >= self._stream_end:
+        if self._file is not None:  # a local file: read it directly, in step with copy_to()
+            end = max(self.window_end, need_until)
+            chunk = self._file.read(min(CHUNK, end - self.pos))
+            if not chunk:
+                raise HubpadError(f"{self.source.label}/{self.entry.path}: file ended at byte {self.pos}, "
+                                  f"expected {end}")
+        elif self._stream is None or self.pos >= self._stream_end:
             end = max(self.window_end, need_until)
             if self.pos >= end:
                 raise HubpadError(f"{self.source.label}/{self.entry.path}: read past the requested window")
             self._stream = iter(self.source.stream(self.entry.path, self.pos, end))
             self._stream_end = end
-        try:
-            chunk = next(self._stream)
-        except StopIteration:
-            raise HubpadError(
-                f"{self.source.label}/{self.entry.path}: stream ended at byte {self.pos}, expected {self._stream_end}"
-            ) from None
+        if self._file is None:
+            try:
+                chunk = next(self._stream)
+            except StopIteration:
+                raise HubpadError(f"{self.source.label}/{self.entry.path}: stream ended at byte {self.pos}, "
+                                  f"expected {self._stream_end}") from None
         self._hash.update(chunk)
         self.bytes_read += len(chunk)
         self._pending = memoryview(chunk)
@@ -157,6 +165,32 @@ class VerifiedReader:
             if skip < take:
                 yield piece[skip:]
 
+    def copy_to(self, start: int, n: int, out) -> None:
+        """Write the bytes [start, start+n) to `out` (a pad.ShardWriter). From a local file they are read
+        straight into the writer's buffers (readinto: no allocation, no copy between Python objects)."""
+        for _ in self.iter_range(start, 0):  # reads (and hashes) the gap up to `start`
+            pass
+        end = start + n
+        while len(self._pending) and self.pos < end:  # bytes already read past `start`
+            take = min(len(self._pending), end - self.pos)
+            out.write(self._pending[:take])
+            self._pending = self._pending[take:]
+            self.pos += take
+        if self._file is None:
+            for piece in self.iter_range(self.pos, end - self.pos):
+                out.write(piece)
+            return
+        while self.pos < end:
+            view = out.reserve()[:end - self.pos]
+            got = self._file.readinto(view)
+            if not got:
+                raise HubpadError(f"{self.source.label}/{self.entry.path}: file ended at byte {self.pos}, "
+                                  f"expected {end}")
+            self._hash.update(view[:got])
+            self.bytes_read += got
+            self.pos += got
+            out.commit(got)
+
     def read(self, start: int, n: int) -> bytes:
         """The bytes [start, start+n) as one bytes object (for column padding chunks)."""
         return b"".join(self.iter_range(start, n))
@@ -167,6 +201,8 @@ class VerifiedReader:
             self.window_end = self.entry.size
             for _ in self.iter_range(self.entry.size, 0):  # skipping to EOF reads and hashes the tail
                 pass
+        if self._file is not None:
+            self._file.close()
         digest = self._hash.hexdigest()
         if self.entry.sha256 and digest != self.entry.sha256:
             raise HubpadError(

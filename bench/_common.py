@@ -1,0 +1,362 @@
+"""Shared helpers for the bench/ scripts: synthetic checkpoints, timing, tables and the Hub emulator.
+
+Every script is run as `python bench/<name>.py` (so this directory is on sys.path); the repository root is
+added too, for `hubpad` (when not installed) and `tests.hub_emulator`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+HUBPAD = [sys.executable, "-m", "hubpad.cli"]
+
+# --------------------------------------------------------------------------------------------------------------
+# output
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    """A GitHub-markdown table (pasteable into README.md)."""
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    out = [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def finish(checks: list[tuple[str, bool]]) -> None:
+    """Print the bars and exit 1 when one is missed."""
+    failed = [name for name, ok in checks if not ok]
+    for name, ok in checks:
+        print(f"  [{verdict(ok)}] {name}")
+    if failed:
+        print(f"{len(failed)} bar(s) missed", file=sys.stderr)
+        sys.exit(1)
+
+
+def bench_dir(arg: str | None, name: str) -> tuple[Path, bool]:
+    """The data folder: --dir, or a fresh one under $TMPDIR (removed at the end unless --keep)."""
+    if arg:
+        p = Path(arg).expanduser().absolute()
+        p.mkdir(parents=True, exist_ok=True)
+        return p, False
+    return Path(tempfile.mkdtemp(prefix=f"hubpad-bench-{name}-")), True
+
+
+# --------------------------------------------------------------------------------------------------------------
+# synthetic Hy3-shaped checkpoints (RedHatAI layout: FP8-block attention, NVFP4 MLP/experts, BF16 MTP layer)
+
+
+def hy3_config(layers: int, experts: int, vocab: int = 16384) -> dict:
+    """tencent/Hy3's real shapes (hidden 4096, 64 heads, 8 kv heads, 13312 dense, 1536 per expert), fewer layers
+    and experts, in RedHatAI's quantization layout."""
+    from hubpad.demo import _quant_config
+    from tests.hy3_real import HY3_CONFIG
+
+    cfg = dict(HY3_CONFIG, num_hidden_layers=layers, num_experts=experts, vocab_size=vocab)
+    cfg["quantization_config"] = _quant_config(layers)
+    return cfg
+
+
+def hy3_tensors(cfg: dict, layout: str = "redhat") -> list[tuple[str, str, tuple[int, ...]]]:
+    from hubpad.demo import tiny_hy3_tensors
+
+    return tiny_hy3_tensors(cfg, layout)
+
+
+def nbytes_of(dtype: str, shape: tuple[int, ...]) -> int:
+    from hubpad.demo import _nbytes
+
+    return _nbytes(dtype, shape)
+
+
+class _Pools:
+    """64 MiB of random bytes, plus variants that are valid FP8 (no NaN codes) and finite BF16, written by
+    slicing (os.urandom once, numpy masks once): GBs of checkpoint per few seconds, limited by the disk."""
+
+    SIZE = 64 * 1024 * 1024
+
+    def __init__(self, seed: int) -> None:
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        raw = rng.integers(0, 256, self.SIZE, dtype=np.uint8)
+        fp8 = raw & 0x76
+        bf16 = raw.copy()
+        bf16[1::2] &= 0x3F
+        self.pools = {"raw": raw.tobytes(), "fp8": fp8.tobytes(), "bf16": bf16.tobytes()}
+        self.pos = 0
+
+    def write(self, f, dtype: str, n: int) -> None:
+        if dtype == "F32" and n <= 16:
+            f.write(b"\x00\x00\x80\x3f" * (n // 4))
+            return
+        kind = "fp8" if dtype == "F8_E4M3" else "bf16" if dtype == "BF16" else "raw"
+        pool = memoryview(self.pools[kind])
+        while n > 0:
+            self.pos %= self.SIZE - 16
+            self.pos -= self.pos % 2  # keep BF16 element alignment
+            take = min(n, self.SIZE - self.pos)
+            f.write(pool[self.pos:self.pos + take])
+            self.pos += take + 4099 * 2  # drift so tensors do not start on the same bytes
+            n -= take
+
+
+def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tuple[int, ...]]], n_shards: int,
+                     *, seed: int = 0, header_only: bool = False, extra_files: dict[str, str] | None = None) -> Path:
+    """A sharded safetensors checkpoint cut into `n_shards` of about equal BYTES (upstream order kept).
+
+    header_only: real headers over sparse (truncated) data sections: full-size files that cost no disk.
+    """
+    from hubpad.st_header import encode_header
+
+    path.mkdir(parents=True, exist_ok=True)
+    sizes = [(n, d, s, nbytes_of(d, s)) for n, d, s in tensors]
+    total = sum(x[3] for x in sizes)
+    per = total / n_shards
+    groups: list[list] = [[]]
+    acc = 0
+    for item in sizes:
+        if groups[-1] and acc >= per * len(groups) and len(groups) < n_shards:
+            groups.append([])
+        groups[-1].append(item)
+        acc += item[3]
+    pools = None if header_only else _Pools(seed)
+    weight_map = {}
+    n = len(groups)
+    for i, group in enumerate(groups, 1):
+        name = f"model-{i:05d}-of-{n:05d}.safetensors"
+        header = encode_header(group, {"format": "pt"})
+        with open(path / name, "wb") as f:
+            f.write(header)
+            if header_only:
+                f.truncate(len(header) + sum(x[3] for x in group))
+            else:
+                for _, dtype, _, nb in group:
+                    pools.write(f, dtype, nb)
+        for t in group:
+            weight_map[t[0]] = name
+    (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (path / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2) + "\n")
+    for rel, text in (extra_files or {}).items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    return path
+
+
+def cached_checkpoint(path: Path, config: dict, n_shards: int, seed: int = 0, layout: str = "redhat",
+                      header_only: bool = False, extra_files: dict[str, str] | None = None) -> Path:
+    """write_checkpoint(), reused when `path` already holds exactly this checkpoint (a stamp file says so)."""
+    stamp = json.dumps({"config": config, "n_shards": n_shards, "seed": seed, "layout": layout,
+                        "header_only": header_only, "extra": extra_files or {}, "v": 2}, sort_keys=True)
+    marker = path.parent / f".{path.name}.stamp"
+    if path.is_dir() and marker.is_file() and marker.read_text() == stamp:
+        return path
+    if path.exists():
+        shutil.rmtree(path)
+    marker.unlink(missing_ok=True)
+    write_checkpoint(path, config, hy3_tensors(config, layout), n_shards, seed=seed, header_only=header_only,
+                     extra_files=extra_files)
+    if not header_only:
+        os.sync()
+    marker.write_text(stamp)
+    return path
+
+
+def shard_files(path: Path) -> list[Path]:
+    return sorted(path.glob("*.safetensors"))
+
+
+def dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(root, f)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+# --------------------------------------------------------------------------------------------------------------
+# running things
+
+
+TIME = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+
+
+class Run:
+    """One child process: wall seconds, its own max RSS, exit code.
+
+    Max RSS comes from GNU time's wait4 on a grandchild: the rusage of a process forked straight from this one
+    starts from THIS process's RSS (Linux keeps the pre-exec high-water mark), which a benchmark that just
+    generated data would pass on. Without /usr/bin/time, wait4 on the direct child is used (an upper bound).
+    """
+
+    def __init__(self, cmd: list[str], *, env: dict | None = None, cwd: Path | None = None, quiet: bool = True,
+                 timeout: float | None = None) -> None:
+        full = dict(os.environ)
+        full.update(env or {})
+        cmd = [str(c) for c in cmd]
+        rss_file = None
+        if TIME:
+            fd, rss_file = tempfile.mkstemp(prefix="hubpad-bench-rss-")
+            os.close(fd)
+            cmd = [TIME, "-q", "-f", "%M", "-o", rss_file, *cmd]
+        t0 = time.perf_counter()
+        out = subprocess.PIPE if quiet else None
+        proc = subprocess.Popen(cmd, env=full, cwd=cwd or ROOT, stdout=out, stderr=out)
+        self.proc = proc
+        if quiet:
+            import threading
+
+            self._chunks = {"stdout": [], "stderr": []}
+            readers = [threading.Thread(target=self._pump, args=(proc.stdout, "stdout"), daemon=True),
+                       threading.Thread(target=self._pump, args=(proc.stderr, "stderr"), daemon=True)]
+            for r in readers:
+                r.start()
+        deadline = None if timeout is None else t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                proc.kill()
+            time.sleep(0.005)
+        self.seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        self.rc = proc.returncode
+        self.max_rss = usage.ru_maxrss * 1024  # Linux reports KiB
+        if rss_file:
+            try:
+                self.max_rss = int(Path(rss_file).read_text().split()[-1]) * 1024
+            except (ValueError, IndexError):
+                pass
+            os.unlink(rss_file)
+        self.user, self.sys = usage.ru_utime, usage.ru_stime
+        if quiet:
+            for r in readers:
+                r.join()
+            self.stdout = b"".join(self._chunks["stdout"]).decode(errors="replace")
+            self.stderr = b"".join(self._chunks["stderr"]).decode(errors="replace")
+        else:
+            self.stdout = self.stderr = ""
+
+    def _pump(self, stream, key) -> None:
+        for chunk in iter(lambda: stream.read(65536), b""):
+            self._chunks[key].append(chunk)
+
+    def check(self, what: str) -> "Run":
+        if self.rc != 0:
+            sys.stderr.write(self.stdout[-4000:] + self.stderr[-4000:])
+            raise SystemExit(f"{what} failed with exit code {self.rc}")
+        return self
+
+    def json(self) -> dict:
+        return json.loads(self.stdout[self.stdout.index("{"):])
+
+
+def warm(paths: list[Path]) -> float:
+    """Read files once so the measured command finds them in the page cache (the cache cannot be dropped here)."""
+    t0 = time.perf_counter()
+    buf = bytearray(8 * 1024 * 1024)
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            while f.readinto(buf):
+                pass
+    return time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the Hub emulator (tests/hub_emulator.py), with huggingface_hub configured BEFORE it is imported
+
+ALICE, ALICE_TOKEN = "alice", "hf_test_alice_token_0123456789abcdef"
+
+
+def _client_env(hf_home: Path) -> None:
+    os.environ["HF_HUB_DISABLE_XET"] = "1"
+    os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["HF_HOME"] = str(hf_home)
+    os.environ.pop("HF_HUB_OFFLINE", None)
+    for var in ("NO_PROXY", "no_proxy"):
+        hosts = [h for h in os.environ.get(var, "").split(",") if h]
+        os.environ[var] = ",".join(dict.fromkeys([*hosts, "127.0.0.1", "localhost"]))
+
+
+class Emulator:
+    """A started HubEmulator plus what a hubpad subprocess needs to talk to it (`env`)."""
+
+    def __init__(self, root: Path, *, client: bool = True) -> None:
+        """client: also point THIS process's huggingface_hub at the emulator (benchmarks that download/upload
+        themselves); without it only `env`, for hubpad subprocesses, is set up (safe inside a pytest run)."""
+        hf_home = root / "hf_home"
+        hf_home.mkdir(parents=True, exist_ok=True)
+        if client:
+            if "huggingface_hub" in sys.modules and os.environ.get("HF_HUB_DISABLE_XET") != "1":
+                raise RuntimeError("huggingface_hub was imported before the emulator env was set")
+            _client_env(hf_home)
+        from tests.hub_emulator import HubEmulator
+
+        self.client = client
+        self.hub = HubEmulator(root / "hub-store")
+        self.hub.add_user(ALICE, ALICE_TOKEN, role="write", fullname="Alice Bench")
+        self.hub.start()
+        endpoint = self.hub.endpoint
+        if client:
+            from huggingface_hub import constants
+
+            os.environ["HF_ENDPOINT"] = endpoint
+            os.environ["HF_TOKEN"] = ALICE_TOKEN
+            constants.ENDPOINT = endpoint
+            constants.HUGGINGFACE_CO_URL_TEMPLATE = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
+            constants.HF_HUB_DISABLE_XET = True
+        no_proxy = ",".join(dict.fromkeys([*[h for h in os.environ.get("NO_PROXY", "").split(",") if h],
+                                           "127.0.0.1", "localhost"]))
+        self.env = {"HF_ENDPOINT": endpoint, "HF_TOKEN": ALICE_TOKEN, "HF_HOME": str(hf_home),
+                    "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+                    "NO_PROXY": no_proxy, "no_proxy": no_proxy, "HF_HUB_OFFLINE": "0"}
+
+    def api(self):
+        from huggingface_hub import HfApi
+
+        return HfApi(endpoint=self.hub.endpoint, token=ALICE_TOKEN)
+
+    def seed_dir(self, repo: str, path: Path, message: str = "upload") -> str:
+        files = {p.relative_to(path).as_posix(): p for p in path.rglob("*") if p.is_file()}
+        return self.hub.seed(repo, files, message=message)
+
+    def stop(self) -> None:
+        if self.client:
+            from huggingface_hub.utils import close_session
+
+            close_session()
+        self.hub.stop()
+
+
+def hubpad(*args, env: dict | None = None, timeout: float | None = None) -> Run:
+    return Run([*HUBPAD, *args], env=env, timeout=timeout)
