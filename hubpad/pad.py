@@ -2,7 +2,7 @@
 
 Row padding is a straight copy followed by fill rows. Column padding moves a few MiB of rows at a time
 into a buffer whose row tails already hold the fill, so each row costs one memcpy. Memory stays flat: the
-writer's fixed ring of buffers, a reader chunk or two, one column-padding buffer.
+writer queues at most ShardWriter.MAX_INFLIGHT bytes of buffers, plus a reader chunk or two.
 """
 
 from __future__ import annotations
@@ -20,108 +20,81 @@ from .source import CHUNK, VerifiedReader
 
 
 class ShardWriter:
-    """Writes one file through a fixed ring of buffers, hashing and writing on two background threads.
+    """Writes one file and hashes it on a background thread, so padding and hashing overlap on two cores.
 
-    `write()` copies the caller's bytes into the ring and returns (so callers may reuse their buffers at once);
-    full buffers go to a hashing thread, then to a writing thread, then back to the ring. Memory is the ring,
-    whatever the shard or tensor sizes, and hashing, writing and the caller's reading and padding overlap on
-    two cores (hashlib and file writes release the GIL).
+    Data is queued by reference, never copied. What the queue keeps alive is bounded by bytes, not by items:
+    a queued slice keeps its whole buffer (a reader chunk, a fill block) alive, so each distinct buffer is
+    counted once, whole, and the producer waits while more than MAX_INFLIGHT bytes of them are queued. Peak
+    memory is then the same for a 0.5 GB shard and a 50 GB one, whatever the tensor sizes.
     """
 
-    BUFFERS = 6  # x CHUNK bytes: the producer fills one, the hasher and the writer hold one each, the rest is slack
+    MAX_INFLIGHT = 64 * 1024 * 1024
 
     def __init__(self, path: Path | None, on_bytes: Callable[[int], None] | None = None) -> None:
         """`path` None: hash only, write nothing (checking a shard against bytes already somewhere else)."""
         self.path = path
         self.size = 0
         self._hash = hashlib.sha256()
+        self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
         self._file = open(path, "wb", buffering=0) if path is not None else None
         self._on_bytes = on_bytes
-        self._free: queue.Queue = queue.Queue()
-        for _ in range(self.BUFFERS):
-            self._free.put(bytearray(CHUNK))
-        self._to_write: queue.Queue = queue.Queue()
-        self._buf: bytearray | None = None
-        self._fill = 0
+        self._cond = threading.Condition()
+        self._live: dict[int, list] = {}  # id(buffer) -> [queued slices, bytes, the buffer (keeps its id unique)]
+        self._inflight = 0
         name = path.name if path is not None else "hash-only"
-        self._threads = [threading.Thread(target=self._writer, name=f"write-{name}", daemon=True)]
-        for t in self._threads:
-            t.start()
+        self._thread = threading.Thread(target=self._drain, name=f"write-{name}", daemon=True)
+        self._thread.start()
 
-    def _writer(self) -> None:
+    def _drain(self) -> None:
         while True:
-            item = self._to_write.get()
+            item = self._queue.get()
             if item is None:
                 return
-            buf, n = item
+            key, view = item
             if self._error is None:
                 try:
-                    self._hash.update(memoryview(buf)[:n])
-                except BaseException as exc:
-                    self._error = exc
-            if self._error is None and self._file is not None:
-                try:
-                    view = memoryview(buf)[:n]
-                    while len(view):
+                    self._hash.update(view)
+                    while self._file is not None and len(view):
                         written = self._file.write(view)
                         view = view[written:]
-                except BaseException as exc:
+                except BaseException as exc:  # surfaced to the producer on the next write/close
                     self._error = exc
-            self._free.put(buf)  # always back to the ring, so a failed write never blocks the producer
+            del view, item
+            with self._cond:
+                entry = self._live[key]
+                entry[0] -= 1
+                if not entry[0]:
+                    del self._live[key]
+                    self._inflight -= entry[1]
+                    self._cond.notify()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if self._error is not None:
             raise HubpadError(f"{self.path}: write failed: {self._error}")
         view = memoryview(data)
-        n = len(view)
-        if not n:
+        if not len(view):
             return
-        self.size += n
-        while len(view):
-            if self._buf is None:
-                self._buf, self._fill = self._free.get(), 0
-            take = min(len(view), CHUNK - self._fill)
-            self._buf[self._fill:self._fill + take] = view[:take]
-            self._fill += take
-            view = view[take:]
-            if self._fill == CHUNK:
-                self._flush()
+        owner = view.obj
+        key = id(owner)
+        with self._cond:
+            entry = self._live.get(key)
+            if entry is None:
+                nbytes = memoryview(owner).nbytes
+                while self._inflight and self._inflight + nbytes > self.MAX_INFLIGHT and self._error is None:
+                    self._cond.wait()
+                entry = self._live[key] = [0, nbytes, owner]
+                self._inflight += nbytes
+            entry[0] += 1
+        self._queue.put((key, view))
+        self.size += len(view)
         if self._on_bytes:
-            self._on_bytes(n)
-
-    def reserve(self) -> memoryview:
-        """The free tail of the current buffer, for a reader to fill in place; `commit(n)` takes n bytes of it."""
-        if self._error is not None:
-            raise HubpadError(f"{self.path}: write failed: {self._error}")
-        if self._buf is None:
-            self._buf, self._fill = self._free.get(), 0
-        return memoryview(self._buf)[self._fill:]
-
-    def commit(self, n: int) -> None:
-        self._fill += n
-        self.size += n
-        if self._fill == CHUNK:
-            self._flush()
-        if self._on_bytes:
-            self._on_bytes(n)
-
-    def _flush(self) -> None:
-        if self._buf is not None and self._fill:
-            self._to_write.put((self._buf, self._fill))
-        elif self._buf is not None:
-            self._free.put(self._buf)
-        self._buf, self._fill = None, 0
-
-    def _stop(self) -> None:
-        self._flush()
-        self._to_write.put(None)
-        for t in self._threads:
-            t.join()
+            self._on_bytes(len(view))
 
     def close(self) -> str:
         """Flush everything, fsync, and return the file's sha256."""
-        self._stop()
+        self._queue.put(None)
+        self._thread.join()
         if self._file is not None:
             try:
                 if self._error is None:
@@ -134,7 +107,10 @@ class ShardWriter:
 
     def abort(self) -> None:
         self._error = self._error or HubpadError("aborted")
-        self._stop()
+        with self._cond:
+            self._cond.notify_all()
+        self._queue.put(None)
+        self._thread.join()
         if self._file is not None:
             self._file.close()
 
@@ -167,10 +143,12 @@ def write_tensor(t: TensorPlan, reader: VerifiedReader, out: ShardWriter) -> Non
     """Stream one planned tensor from its source reader into the shard."""
     op, src = t.op, t.src
     if op.kind == "copy":
-        reader.copy_to(src.start, src.nbytes, out)
+        for piece in reader.iter_range(src.start, src.nbytes):
+            out.write(piece)
         return
     if op.kind == "append":
-        reader.copy_to(src.start, src.nbytes, out)
+        for piece in reader.iter_range(src.start, src.nbytes):
+            out.write(piece)
         out.write(op.data)
         return
     if op.kind == "replace":
@@ -183,7 +161,8 @@ def write_tensor(t: TensorPlan, reader: VerifiedReader, out: ShardWriter) -> Non
     pos = src.start
     for _ in range(op.batch):
         if op.new_row_bytes == op.row_bytes:
-            reader.copy_to(pos, block_in, out)
+            for piece in reader.iter_range(pos, block_in):
+                out.write(piece)
         else:
             _pad_columns(op, reader, pos, out)
         pos += block_in
@@ -191,24 +170,25 @@ def write_tensor(t: TensorPlan, reader: VerifiedReader, out: ShardWriter) -> Non
 
 
 def _pad_columns(op, reader: VerifiedReader, pos: int, out: ShardWriter) -> None:
-    """Widen every row from `row_bytes` to `new_row_bytes`: a few MiB of rows at a time, in one reused buffer
-    whose row tails already hold the fill, so each row costs one slice copy. Rows of a few bytes (group
-    scales) are copied as `row_bytes` strided byte columns instead: 0.5 us per row adds up to seconds there."""
+    """Widen every row from `row_bytes` to `new_row_bytes`, a few MiB of rows at a time: each chunk starts as a
+    copy of a template whose row tails already hold the fill, so each row costs one slice copy. Rows of a few
+    bytes (group scales) are copied as `row_bytes` strided byte columns instead (0.5 us per row adds up)."""
     rb, nrb = op.row_bytes, op.new_row_bytes
     per_chunk = max(1, min(op.rows, CHUNK // nrb))
-    buf = bytearray((bytes(rb) + fill_bytes(op.fill, nrb - rb)) * per_chunk)
+    template = (bytes(rb) + fill_bytes(op.fill, nrb - rb)) * per_chunk
     done = 0
     while done < op.rows:
         k = min(per_chunk, op.rows - done)
         data = reader.read(pos + done * rb, k * rb)
-        if rb <= 48 and rb < k:  # narrow rows: copy byte column j of all rows at once (rb strided copies, not k)
+        buf = bytearray(template[:k * nrb] if k < per_chunk else template)  # a new one: the writer keeps it
+        if rb <= 48 and rb < k:
             end = k * nrb
             for j in range(rb):
                 buf[j:end:nrb] = data[j::rb]
         else:
             for i in range(k):
                 buf[i * nrb:i * nrb + rb] = data[i * rb:(i + 1) * rb]
-        out.write(memoryview(buf)[:k * nrb])
+        out.write(buf)
         done += k
 
 

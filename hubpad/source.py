@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -87,19 +88,62 @@ class LocalSource(Source):
             f.seek(start)
             return f.read(end - start)
 
-    def stream(self, path: str, start: int, end: int) -> Iterator[bytes]:
+    def stream(self, path: str, start: int, end: int) -> Iterator[memoryview]:
+        """Chunks are read into reused buffers (see _ChunkPool): read-only views, valid as long as they are held."""
         with open(self.root / path, "rb", buffering=0) as f:
             f.seek(start)
             pos = start
             while pos < end:
-                chunk = f.read(min(CHUNK, end - pos))
-                if not chunk:
+                view = _POOL.get()
+                got = f.readinto(view[:min(CHUNK, end - pos)])
+                if not got:
                     raise HubpadError(f"{self.label}/{path}: file ended at byte {pos}, expected {end}")
-                pos += len(chunk)
+                pos += got
+                chunk = view.toreadonly()[:got]
+                del view
                 yield chunk
 
     def local_path(self, path: str) -> Path | None:
         return self.root / path
+
+
+class _ChunkPool:
+    """CHUNK-sized buffers for LocalSource.stream, reused instead of allocating 8 MB per chunk.
+
+    A buffer goes back into use only when nothing holds a view of it any more: a bytearray with live
+    memoryviews cannot be resized, which is the test (no bookkeeping to get wrong, whoever holds the views).
+    Allocating and freeing a chunk per read lets the C allocator's heap drift, and with it peak memory, with
+    the length of the run; a fixed set of buffers keeps it flat. Past `limit` busy buffers, new ones are
+    allocated and dropped (correct, just not pooled).
+    """
+
+    def __init__(self, limit: int = 16) -> None:
+        self.limit = limit
+        self._buffers: list[bytearray] = []
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _idle(buf: bytearray) -> bool:
+        try:
+            buf.append(0)  # BufferError while any memoryview of it is alive
+        except BufferError:
+            return False
+        del buf[-1]
+        return True
+
+    def get(self) -> memoryview:
+        """A writable view of an idle buffer; the buffer stays taken while any view of it is alive."""
+        with self._lock:
+            for buf in self._buffers:
+                if self._idle(buf):
+                    return memoryview(buf)
+            buf = bytearray(CHUNK)
+            if len(self._buffers) < self.limit:
+                self._buffers.append(buf)
+            return memoryview(buf)
+
+
+_POOL = _ChunkPool()
 
 
 class VerifiedReader:
@@ -118,8 +162,6 @@ class VerifiedReader:
         self._stream: Iterator[bytes] | None = None
         self._stream_end = 0
         self._pending = memoryview(b"")
-        local = source.local_path(entry.path)
-        self._file = open(local, "rb", buffering=0) if local is not None else None  # noqa: SIM115 (closed in finish)
 
     def set_window(self, end: int) -> None:
         """Limit the next request to [pos, end): the bytes the current output shard needs from this file."""
@@ -128,24 +170,18 @@ class VerifiedReader:
     def _next_chunk(self, need_until: int) -> memoryview:
         if len(self._pending):
             return self._pending
-        if self._file is not None:  # a local file: read it directly, in step with copy_to()
-            end = max(self.window_end, need_until)
-            chunk = self._file.read(min(CHUNK, end - self.pos))
-            if not chunk:
-                raise HubpadError(f"{self.source.label}/{self.entry.path}: file ended at byte {self.pos}, "
-                                  f"expected {end}")
-        elif self._stream is None or self.pos >= self._stream_end:
+        if self._stream is None or self.pos >= self._stream_end:
             end = max(self.window_end, need_until)
             if self.pos >= end:
                 raise HubpadError(f"{self.source.label}/{self.entry.path}: read past the requested window")
             self._stream = iter(self.source.stream(self.entry.path, self.pos, end))
             self._stream_end = end
-        if self._file is None:
-            try:
-                chunk = next(self._stream)
-            except StopIteration:
-                raise HubpadError(f"{self.source.label}/{self.entry.path}: stream ended at byte {self.pos}, "
-                                  f"expected {self._stream_end}") from None
+        try:
+            chunk = next(self._stream)
+        except StopIteration:
+            raise HubpadError(
+                f"{self.source.label}/{self.entry.path}: stream ended at byte {self.pos}, expected {self._stream_end}"
+            ) from None
         self._hash.update(chunk)
         self.bytes_read += len(chunk)
         self._pending = memoryview(chunk)
@@ -165,32 +201,6 @@ class VerifiedReader:
             if skip < take:
                 yield piece[skip:]
 
-    def copy_to(self, start: int, n: int, out) -> None:
-        """Write the bytes [start, start+n) to `out` (a pad.ShardWriter). From a local file they are read
-        straight into the writer's buffers (readinto: no allocation, no copy between Python objects)."""
-        for _ in self.iter_range(start, 0):  # reads (and hashes) the gap up to `start`
-            pass
-        end = start + n
-        while len(self._pending) and self.pos < end:  # bytes already read past `start`
-            take = min(len(self._pending), end - self.pos)
-            out.write(self._pending[:take])
-            self._pending = self._pending[take:]
-            self.pos += take
-        if self._file is None:
-            for piece in self.iter_range(self.pos, end - self.pos):
-                out.write(piece)
-            return
-        while self.pos < end:
-            view = out.reserve()[:end - self.pos]
-            got = self._file.readinto(view)
-            if not got:
-                raise HubpadError(f"{self.source.label}/{self.entry.path}: file ended at byte {self.pos}, "
-                                  f"expected {end}")
-            self._hash.update(view[:got])
-            self.bytes_read += got
-            self.pos += got
-            out.commit(got)
-
     def read(self, start: int, n: int) -> bytes:
         """The bytes [start, start+n) as one bytes object (for column padding chunks)."""
         return b"".join(self.iter_range(start, n))
@@ -201,8 +211,6 @@ class VerifiedReader:
             self.window_end = self.entry.size
             for _ in self.iter_range(self.entry.size, 0):  # skipping to EOF reads and hashes the tail
                 pass
-        if self._file is not None:
-            self._file.close()
         digest = self._hash.hexdigest()
         if self.entry.sha256 and digest != self.entry.sha256:
             raise HubpadError(
