@@ -69,7 +69,10 @@ def _retrying_client_factory():
                     f"retry {attempt}/{RETRIES} in {wait:.1f}s")
                 time.sleep(wait)
 
-    base = _http.default_client_factory()  # same hooks and settings as huggingface_hub's own client
+    try:
+        base = _http.default_client_factory()  # same hooks and settings as huggingface_hub's own client
+    except AttributeError:  # a huggingface_hub without it: its documented defaults
+        return RetryingClient(follow_redirects=True, timeout=None)
     try:
         return RetryingClient(event_hooks=base.event_hooks, follow_redirects=base.follow_redirects,
                               timeout=base.timeout)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import HubpadError
 from .plan import ShardPlan, TensorPlan
-from .source import CHUNK, VerifiedReader
+from .source import CHUNK, CHUNK_POOL, VerifiedReader
 
 
 class ShardWriter:
@@ -28,7 +28,7 @@ class ShardWriter:
     memory is then the same for a 0.5 GB shard and a 50 GB one, whatever the tensor sizes.
     """
 
-    MAX_INFLIGHT = 64 * 1024 * 1024
+    MAX_INFLIGHT = 48 * 1024 * 1024
 
     def __init__(self, path: Path | None, on_bytes: Callable[[int], None] | None = None) -> None:
         """`path` None: hash only, write nothing (checking a shard against bytes already somewhere else)."""
@@ -180,7 +180,9 @@ def _pad_columns(op, reader: VerifiedReader, pos: int, out: ShardWriter) -> None
     while done < op.rows:
         k = min(per_chunk, op.rows - done)
         data = reader.read(pos + done * rb, k * rb)
-        buf = bytearray(template[:k * nrb] if k < per_chunk else template)  # a new one: the writer keeps it
+        # A pooled buffer (idle again once the writer has written it), else a new one for rows over CHUNK.
+        buf = CHUNK_POOL.get()[:k * nrb] if k * nrb <= CHUNK else bytearray(k * nrb)
+        buf[:] = memoryview(template)[:k * nrb]
         if rb <= 48 and rb < k:
             end = k * nrb
             for j in range(rb):

@@ -89,12 +89,12 @@ class LocalSource(Source):
             return f.read(end - start)
 
     def stream(self, path: str, start: int, end: int) -> Iterator[memoryview]:
-        """Chunks are read into reused buffers (see _ChunkPool): read-only views, valid as long as they are held."""
+        """Chunks are read into reused buffers (CHUNK_POOL): read-only views, valid as long as they are held."""
         with open(self.root / path, "rb", buffering=0) as f:
             f.seek(start)
             pos = start
             while pos < end:
-                view = _POOL.get()
+                view = CHUNK_POOL.get()
                 got = f.readinto(view[:min(CHUNK, end - pos)])
                 if not got:
                     raise HubpadError(f"{self.label}/{path}: file ended at byte {pos}, expected {end}")
@@ -113,11 +113,12 @@ class _ChunkPool:
     A buffer goes back into use only when nothing holds a view of it any more: a bytearray with live
     memoryviews cannot be resized, which is the test (no bookkeeping to get wrong, whoever holds the views).
     Allocating and freeing a chunk per read lets the C allocator's heap drift, and with it peak memory, with
-    the length of the run; a fixed set of buffers keeps it flat. Past `limit` busy buffers, new ones are
-    allocated and dropped (correct, just not pooled).
+    the length of the run; a fixed set of buffers, all allocated on first use, keeps it flat: `limit` covers
+    what the shard writer may queue (pad.ShardWriter.MAX_INFLIGHT) plus the chunks being read and padded.
+    Past `limit` busy buffers, new ones are allocated and dropped (correct, just not pooled).
     """
 
-    def __init__(self, limit: int = 16) -> None:
+    def __init__(self, limit: int = 10) -> None:
         self.limit = limit
         self._buffers: list[bytearray] = []
         self._lock = threading.Lock()
@@ -125,25 +126,24 @@ class _ChunkPool:
     @staticmethod
     def _idle(buf: bytearray) -> bool:
         try:
-            buf.append(0)  # BufferError while any memoryview of it is alive
+            last = buf.pop()  # BufferError while any memoryview of it is alive; never reallocates
         except BufferError:
             return False
-        del buf[-1]
+        buf.append(last)
         return True
 
     def get(self) -> memoryview:
         """A writable view of an idle buffer; the buffer stays taken while any view of it is alive."""
         with self._lock:
+            if not self._buffers:
+                self._buffers = [bytearray(CHUNK) for _ in range(self.limit)]
             for buf in self._buffers:
                 if self._idle(buf):
                     return memoryview(buf)
-            buf = bytearray(CHUNK)
-            if len(self._buffers) < self.limit:
-                self._buffers.append(buf)
-            return memoryview(buf)
+            return memoryview(bytearray(CHUNK))
 
 
-_POOL = _ChunkPool()
+CHUNK_POOL = _ChunkPool()
 
 
 class VerifiedReader:

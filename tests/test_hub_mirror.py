@@ -172,7 +172,9 @@ def test_kill_9_after_first_staging_commit_then_resume(hub, upstream):
     manifest = json.loads(hub.file_bytes(TARGET, "hubpad.json"))
     sizes = {s["name"]: s["size"] for s in manifest["shards"]}
     built = sum(sizes[n] for n in summary["shards_built"])
-    assert built <= hub.bytes_uploaded(TARGET) <= built + 10_000
+    # An upload the killed process had already handed to the socket may land after the kill; the re-run then
+    # finds that blob on the Hub and skips it, so up to one shard less can cross the wire.
+    assert built - max(sizes.values()) <= hub.bytes_uploaded(TARGET) <= built + 10_000
     assert len(_hubpad_commits(hub)) == 1
     assert cli("verify", UP, TARGET).exit_code == 0
 
