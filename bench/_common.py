@@ -159,13 +159,9 @@ def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tup
                     pools.write(f, dtype, nb)
         for t in group:
             weight_map[t[0]] = name
-    (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    (path / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2) + "\n")
-    for rel, text in (extra_files or {}).items():
-        (path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (path / rel).write_text(text)
-    return path
+    from hubpad.demo import write_model_files
+
+    return write_model_files(path, config, weight_map, total, extra_files)
 
 
 def cached_checkpoint(path: Path, config: dict, n_shards: int, seed: int = 0, layout: str = "redhat",

@@ -65,8 +65,9 @@ def check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
         if is_local(src):
             raise HubpadError("--to is required when SRC is a local directory")
         from .hub import api_for, whoami_name
+        from .mirrors_file import derive_target
 
-        dst = f"{whoami_name(api_for())}/{src.rstrip('/').split('/')[-1]}-TP{tp}"
+        dst = derive_target(src, tp, whoami_name(api_for()))
     upstream_sha = _upstream_sha(src, revision)
     manifest = _recorded(dst)
     recorded = None
@@ -74,20 +75,12 @@ def check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
         status = "missing"
     else:
         up = manifest.get("upstream", {})
-        recorded = up.get("commit") or up.get("digest")
-        if is_local(src) and not up.get("commit"):
-            recorded = _manifest_local_digest(manifest)
-            same = recorded == upstream_sha
-        else:
-            same = recorded == upstream_sha
-        same = same and manifest.get("tp") == tp and manifest.get("format_version") == FORMAT_VERSION
+        recorded = up.get("commit") or up.get("digest")  # a local upstream has a content digest, not a commit
+        same = (recorded == upstream_sha and manifest.get("tp") == tp
+                and manifest.get("format_version") == FORMAT_VERSION)
         status = "up-to-date" if same else "stale"
     return {"upstream": src, "target": dst, "tp": tp, "revision": revision, "status": status,
             "changed": status != "up-to-date", "upstream_sha": upstream_sha, "recorded_sha": recorded}
-
-
-def _manifest_local_digest(manifest: dict) -> str | None:
-    return manifest.get("upstream", {}).get("digest")
 
 
 def check_many(config_file: str, only_upstream: str | None = None, target: str | None = None) -> dict:

@@ -11,7 +11,7 @@ import click
 
 from . import __version__
 from .errors import HubpadError
-from .gha_log import log, set_quiet
+from .gha_log import log
 from .progress import human
 from .sizes import parse_size
 

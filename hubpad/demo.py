@@ -155,6 +155,12 @@ def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tup
                 total += nb
             if header_only:
                 f.truncate(len(header) + sum(x[3] for x in sizes))
+    return write_model_files(path, config, weight_map, total, extra_files)
+
+
+def write_model_files(path: Path, config: dict, weight_map: dict[str, str], total: int,
+                      extra_files: dict[str, str] | None = None) -> Path:
+    """config.json, the index and the small files beside the shards (shared with bench/'s fast writer)."""
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (path / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2) + "\n")

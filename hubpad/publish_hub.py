@@ -19,7 +19,7 @@ from pathlib import Path
 from . import FORMAT_VERSION
 from .errors import HubpadError
 from .gha_log import log
-from .hub import api_for, hub_errors, whoami_name
+from .hub import api_for, hub_errors, read_repo_file, whoami_name
 from .manifest import MANIFEST, dumps
 from .mirror import Publisher, Summary
 from .plan import Plan
@@ -32,9 +32,10 @@ STAGING_DIR = ".hubpad-staging"
 
 
 def default_target(source: Source, tp: int, api) -> str:
-    """`<token's user>/<upstream name>-TP<N>`."""
-    name = source.label.rstrip("/").split("/")[-1]
-    return f"{whoami_name(api)}/{name}-TP{tp}"
+    """`<token's user>/<upstream name>-TP<N>`, named as the mirrors file names it."""
+    from .mirrors_file import derive_target
+
+    return derive_target(source.label, tp, whoami_name(api))
 
 
 def release_tag(upstream_commit: str | None, tp: int) -> str:
@@ -109,14 +110,10 @@ class HubPublisher(Publisher):
         return self.existing
 
     def _download(self, path: str, revision: str) -> bytes:
-        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-        from huggingface_hub import hf_hub_url
-
-        url = hf_hub_url(self.repo_id, path, revision=revision, endpoint=self.api.endpoint)
-        with hub_errors(f"target {self.repo_id}/{path}"):
-            r = get_session().get(url, headers=build_hf_headers(token=self.api.token), follow_redirects=True)
-            hf_raise_for_status(r)
-        return r.content
+        data = read_repo_file(self.api, self.repo_id, path, revision)
+        if data is None:
+            raise HubpadError(f"target {self.repo_id}: {path} not found at {revision}")
+        return data
 
     def _load_staging(self) -> None:
         """Read what earlier (interrupted, or parallel part) runs staged; create the staging branch if needed."""
@@ -269,11 +266,11 @@ class HubPublisher(Publisher):
             elif getattr(source, "git_oids", {}).get(path):
                 record["git_oid"] = source.git_oids[path]
             return record
+        from .check import file_sha256
+
         local = source.local_path(path)
         self.copies.append(CommitOperationAdd(path_in_repo=path, path_or_fileobj=str(local)))
-        import hashlib
-
-        return {"size": entry.size, "sha256": hashlib.sha256(local.read_bytes()).hexdigest()}
+        return {"size": entry.size, "sha256": file_sha256(local)}
 
     def target_info(self) -> dict:
         return {"repo": self.repo_id, "kind": "hub", "branch": self.branch}
