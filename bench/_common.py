@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-HUBPAD = [sys.executable, "-m", "hubpad.cli"]
+HUBPAD = [sys.executable, "-m", "hubpad"]
 
 # --------------------------------------------------------------------------------------------------------------
 # output
@@ -73,24 +73,24 @@ def bench_dir(arg: str | None, name: str) -> tuple[Path, bool]:
 def hy3_config(layers: int, experts: int, vocab: int = 16384) -> dict:
     """tencent/Hy3's real shapes (hidden 4096, 64 heads, 8 kv heads, 13312 dense, 1536 per expert), fewer layers
     and experts, in RedHatAI's quantization layout."""
-    from hubpad.demo import _quant_config
+    from hubpad.testing import quant_config
     from tests.hy3_real import HY3_CONFIG
 
     cfg = dict(HY3_CONFIG, num_hidden_layers=layers, num_experts=experts, vocab_size=vocab)
-    cfg["quantization_config"] = _quant_config(layers)
+    cfg["quantization_config"] = quant_config(layers)
     return cfg
 
 
 def hy3_tensors(cfg: dict, layout: str = "redhat") -> list[tuple[str, str, tuple[int, ...]]]:
-    from hubpad.demo import tiny_hy3_tensors
+    from hubpad.testing import tiny_hy3_tensors
 
     return tiny_hy3_tensors(cfg, layout)
 
 
 def nbytes_of(dtype: str, shape: tuple[int, ...]) -> int:
-    from hubpad.demo import _nbytes
+    from hubpad.testing import nbytes
 
-    return _nbytes(dtype, shape)
+    return nbytes(dtype, shape)
 
 
 class _Pools:
@@ -131,7 +131,7 @@ def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tup
 
     header_only: real headers over sparse (truncated) data sections: full-size files that cost no disk.
     """
-    from hubpad.st_header import encode_header
+    from hubpad.formats.safetensors import encode_header
 
     path.mkdir(parents=True, exist_ok=True)
     sizes = [(n, d, s, nbytes_of(d, s)) for n, d, s in tensors]
@@ -159,7 +159,7 @@ def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tup
                     pools.write(f, dtype, nb)
         for t in group:
             weight_map[t[0]] = name
-    from hubpad.demo import write_model_files
+    from hubpad.testing import write_model_files
 
     return write_model_files(path, config, weight_map, total, extra_files)
 

@@ -47,10 +47,10 @@ TIMEOUT = 180
 
 
 def _tiny_config() -> tuple[dict, list]:
-    from hubpad.demo import TINY_HY3, _quant_config, tiny_hy3_tensors
+    from hubpad.testing import TINY_HY3, quant_config, tiny_hy3_tensors
 
     cfg = dict(TINY_HY3, num_experts=12, num_hidden_layers=3)
-    cfg["quantization_config"] = _quant_config(cfg["num_hidden_layers"])
+    cfg["quantization_config"] = quant_config(cfg["num_hidden_layers"])
     return cfg, tiny_hy3_tensors(cfg)
 
 

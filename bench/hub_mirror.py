@@ -21,8 +21,18 @@ import threading
 import time
 from pathlib import Path
 
-from _common import (Emulator, bench_dir, cached_checkpoint, dir_bytes, finish, hubpad, hy3_config, mb, shard_files,
-                     table)
+from _common import (
+    Emulator,
+    bench_dir,
+    cached_checkpoint,
+    dir_bytes,
+    finish,
+    hubpad,
+    hy3_config,
+    mb,
+    shard_files,
+    table,
+)
 
 UP, TARGET, SCRATCH = "RedHatAI/Hy3-bench", "alice/Hy3-bench-TP3", "alice/upload-baseline"
 
@@ -95,7 +105,7 @@ def main() -> None:
     ap.add_argument("--serial", action="store_true", help="also run with --max-disk of one shard (no pipelining)")
     args = ap.parse_args()
     work, temp = bench_dir(args.dir, "hub")
-    from hubpad.sizes import parse_size
+    from hubpad.util.sizes import parse_size
 
     shard_size = parse_size(args.shard_size)
     src = cached_checkpoint(work / "Hy3-hub", hy3_config(2, 6, vocab=4096), 3)

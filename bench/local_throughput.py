@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import Run, cached_checkpoint, finish, gb, hubpad, hy3_config, shard_files, table, warm, bench_dir
+from _common import Run, bench_dir, cached_checkpoint, finish, gb, hubpad, hy3_config, shard_files, table, warm
 
 
 def timed_shell(script: str) -> float:

@@ -16,8 +16,20 @@ import shutil
 import sys
 from pathlib import Path
 
-from _common import (ROOT, Run, bench_dir, cached_checkpoint, finish, gb, hubpad, hy3_config, mb, shard_files,
-                     table, warm)
+from _common import (
+    ROOT,
+    Run,
+    bench_dir,
+    cached_checkpoint,
+    finish,
+    gb,
+    hubpad,
+    hy3_config,
+    mb,
+    shard_files,
+    table,
+    warm,
+)
 
 CASES = {"0.5 GB": (2, 6), "4 GB": (15, 34)}  # (layers, experts) giving two upstream shards of about that size
 
@@ -77,8 +89,8 @@ def main() -> None:
                 rows.append(row)
                 print(" | ".join(row), flush=True)
                 if label == "0.5 GB":  # same tensors either way (padded ones, plus a few copied)
-                    from hubpad.plan import make_plan
-                    from hubpad.source import LocalSource
+                    from hubpad.plan.planner import make_plan
+                    from hubpad.source.local import LocalSource
 
                     plan = make_plan(LocalSource(src), 3)
                     names = [t.name for t in plan.tensors if t.padded] + [t.name for t in plan.tensors[:5]]

@@ -45,8 +45,9 @@ def main() -> None:
     args = ap.parse_args()
     from safetensors.torch import load_file, save_file
 
-    from hubpad.plan import INDEX, make_plan
-    from hubpad.source import LocalSource
+    from hubpad.formats.names import INDEX
+    from hubpad.plan.planner import make_plan
+    from hubpad.source.local import LocalSource
 
     src, dst = Path(args.src), Path(args.dst)
     plan = make_plan(LocalSource(src), args.tp)

@@ -72,7 +72,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     work, temp = bench_dir(args.dir, "plan")
-    from hubpad.demo import _quant_config
+    from hubpad.testing import quant_config
     from tests.hy3_real import HY3_CONFIG
 
     layouts = ["bf16", "redhat"] if args.layout == "both" else [args.layout]
@@ -80,7 +80,7 @@ def main() -> None:
     rows, checks = [], []
     try:
         for layout in layouts:
-            cfg = dict(HY3_CONFIG) if layout == "bf16" else dict(HY3_CONFIG, quantization_config=_quant_config(80))
+            cfg = dict(HY3_CONFIG) if layout == "bf16" else dict(HY3_CONFIG, quantization_config=quant_config(80))
             src = cached_checkpoint(work / f"Hy3-{layout}", cfg, 5, layout=layout, header_only=True)
             heads = header_bytes(src)
             tensors = len(hy3_tensors(cfg, layout))

@@ -616,7 +616,7 @@ def run_choose(tmp_path: Path, **env_values: str) -> tuple[subprocess.CompletedP
 
 
 def parse_heredoc_outputs(text: str) -> dict[str, str]:
-    """name<<DELIM / value lines / DELIM blocks, as hubpad.gha.set_outputs writes them."""
+    """name<<DELIM / value lines / DELIM blocks, as hubpad.app.gha.set_outputs writes them."""
     out, lines = {}, iter(text.splitlines())
     for line in lines:
         name, delimiter = line.split("<<", 1)

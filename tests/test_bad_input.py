@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from hubpad.demo import build_tiny_hy3
+from hubpad.testing import build_tiny_hy3
 from tests.helpers import cli_subprocess
 
 
@@ -126,7 +126,7 @@ def test_bad_input_fails_cleanly(good, tmp_path, case):
 
 
 def test_impossible_tp_says_why(tmp_path):
-    from hubpad.demo import write_checkpoint
+    from hubpad.testing import write_checkpoint
 
     cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 96,
            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24, "intermediate_size": 128,

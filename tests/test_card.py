@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hubpad import card as card_mod
-from hubpad.card import OWNER_END, OWNER_START, render_derivative
+from hubpad.render import card as card_mod
 from hubpad.errors import HubpadError
+from hubpad.render.card import render_derivative
+from hubpad.render.upstream_card import OWNER_END, OWNER_START
 
 HY3_TARGET = "alice/Hy3-NVFP4-FP8-TP3"
 LLAMA_TARGET = "bob/Llama-3.1-8B-Instruct-TP3"

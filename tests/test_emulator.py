@@ -10,10 +10,6 @@ import hashlib
 import os
 import time
 
-# First: sets HF_HUB_DISABLE_XET & co. before huggingface_hub is imported (conftest.py normally did it already and
-# provides the ``hub`` / ``hub_api`` fixtures).
-from tests.emulator_fixtures import ALICE_TOKEN, ORG, READER_TOKEN  # noqa: I001
-
 import numpy as np
 import pytest
 from huggingface_hub import (
@@ -34,6 +30,10 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_stream_backoff, httpx
 from safetensors.numpy import save as st_save
+
+# First: sets HF_HUB_DISABLE_XET & co. before huggingface_hub is imported (conftest.py normally did it already and
+# provides the ``hub`` / ``hub_api`` fixtures).
+from tests.emulator_fixtures import ALICE_TOKEN, ORG, READER_TOKEN  # noqa: I001
 
 REPO = "alice/tiny"
 

@@ -1,10 +1,10 @@
-"""hubpad.gha: step outputs (multi-line safe), job summary, log groups, annotations and masking."""
+"""hubpad.app.gha: step outputs (multi-line safe), job summary, log groups, annotations and masking."""
 
 from __future__ import annotations
 
 import pytest
 
-from hubpad import gha
+from hubpad.app import gha
 
 
 def parse_output_file(text: str) -> dict[str, str]:

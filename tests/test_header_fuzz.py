@@ -1,4 +1,4 @@
-"""Fuzz hubpad.st_header (header_length + parse_header) with mutations of a realistic Hy3-layout header.
+"""Fuzz hubpad.formats.safetensors (header_length + parse_header) with mutations of a realistic Hy3-layout header.
 
 Complements test_st_header_fuzz.py (a small synthetic header): here the base header has the real tensor names,
 dtypes (FP8, NVFP4-packed U8, BF16, F32) and sizes of a Hy3 shard, and the mutations target the JSON text:
@@ -22,13 +22,13 @@ import struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hubpad.demo import TINY_HY3, _nbytes, tiny_hy3_tensors
 from hubpad.errors import HubpadError
-from hubpad.st_header import DTYPE_BITS, encode_header, header_length, parse_header
+from hubpad.formats.safetensors import DTYPE_BITS, encode_header, header_length, parse_header
+from hubpad.testing import TINY_HY3, nbytes, tiny_hy3_tensors
 
 FILE = "model-00001-of-00002.safetensors"
 _TENSORS = tiny_hy3_tensors(dict(TINY_HY3, num_experts=2, num_hidden_layers=2))
-ENTRIES = [(n, d, s, _nbytes(d, s)) for n, d, s in _TENSORS][:32]
+ENTRIES = [(n, d, s, nbytes(d, s)) for n, d, s in _TENSORS][:32]
 BASE = encode_header(ENTRIES, {"format": "pt"})
 BODY = BASE[8:].decode()
 DATA_LEN = sum(e[3] for e in ENTRIES)

@@ -8,8 +8,7 @@ import os
 import subprocess
 import sys
 
-
-from hubpad.paths import builtin_templates_dir
+from hubpad.render.paths import builtin_templates_dir
 from tests.helpers import ROOT, cli
 from tests.test_hub_mirror import SHARD, TARGET, UP, _hubpad_commits, _mirror, _shards, upstream  # noqa: F401
 
@@ -52,7 +51,7 @@ def test_card_refresh_commits_only_card_files_and_nothing_when_unchanged(hub, up
 
 
 def _part(i, k):
-    return subprocess.Popen([sys.executable, "-m", "hubpad.cli", "mirror", UP, "--tp", "3", "--to", TARGET,
+    return subprocess.Popen([sys.executable, "-m", "hubpad", "mirror", UP, "--tp", "3", "--to", TARGET,
                              "--shard-size", SHARD, "--part", f"{i}/{k}"], cwd=ROOT, env=dict(os.environ),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

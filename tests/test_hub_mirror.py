@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hubpad.demo import build_tiny_hy3, write_checkpoint
+from hubpad.testing import build_tiny_hy3, write_checkpoint
 from tests.helpers import ROOT, cli
 
 UP = "RedHatAI/Tiny-Hy3"
@@ -147,7 +147,7 @@ def test_upstream_change_rebuilds_only_affected_shards(hub, upstream):
 def _run_bg(*args, env=None):
     full = dict(os.environ)
     full.update(env or {})
-    return subprocess.Popen([sys.executable, "-m", "hubpad.cli", *map(str, args)], cwd=ROOT, env=full,
+    return subprocess.Popen([sys.executable, "-m", "hubpad", *map(str, args)], cwd=ROOT, env=full,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -201,7 +201,7 @@ def reference_shards(hub, upstream, tmp_path_factory):
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_each_fault_is_survived_with_identical_bytes(hub, upstream, reference_shards, fault, monkeypatch):
     monkeypatch.setenv("HUBPAD_RESUME_BACKOFF", "0.05")
-    import hubpad.hub_source as hs
+    import hubpad.source.hub as hs
 
     monkeypatch.setattr(hs, "_BACKOFF", 0.05)
     FAULTS[fault](hub)
@@ -276,12 +276,12 @@ def test_check_reports_missing_up_to_date_and_stale(hub, upstream):
 
 def test_local_upstream_to_hub_target_resumes(hub, upstream):
     """A local SRC has no Hub hashes: hubpad hashes it up front so staged shards match on the re-run."""
-    from hubpad.mirror import run_mirror
-    from hubpad.plan import make_plan
-    from hubpad.publish_hub import HubPublisher
-    from hubpad.hub import api_for
-    from hubpad.source import LocalSource
-    import hubpad.mirror as m
+    import hubpad.run.mirror as m
+    from hubpad.plan.planner import make_plan
+    from hubpad.publish.hub import HubPublisher
+    from hubpad.run.mirror import run_mirror
+    from hubpad.source.hub_api import api_for
+    from hubpad.source.local import LocalSource
 
     plan = make_plan(LocalSource(upstream), 3, 4_000_000)
     calls = {"n": 0}
@@ -296,11 +296,10 @@ def test_local_upstream_to_hub_target_resumes(hub, upstream):
     m.build_shard = crash_after_two
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_mirror(plan, HubPublisher(api_for(), "alice/local-tp3"), quiet=True)
+            run_mirror(plan, HubPublisher(api_for(), "alice/local-tp3"))
     finally:
         m.build_shard = real
     staged = [p for p in hub.files("alice/local-tp3", "hubpad-staging") if p.endswith(".safetensors")]
     assert len(staged) == 2
-    summary = run_mirror(make_plan(LocalSource(upstream), 3, 4_000_000), HubPublisher(api_for(), "alice/local-tp3"),
-                         quiet=True)
+    summary = run_mirror(make_plan(LocalSource(upstream), 3, 4_000_000), HubPublisher(api_for(), "alice/local-tp3"))
     assert set(summary.shards_reused) == set(staged) and len(summary.shards_built) == 3

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hubpad.demo import _quant_config, tiny_hy3_tensors, write_checkpoint
+from hubpad.testing import quant_config, tiny_hy3_tensors, write_checkpoint
 from tests.helpers import cli
 from tests.hy3_real import HY3_CONFIG
 
@@ -22,7 +22,7 @@ def hy3_bf16(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hy3_redhat(tmp_path_factory):
-    cfg = dict(HY3_CONFIG, quantization_config=_quant_config(80))
+    cfg = dict(HY3_CONFIG, quantization_config=quant_config(80))
     path = tmp_path_factory.mktemp("hy3rh") / "Hy3-NVFP4-FP8"
     return write_checkpoint(path, cfg, tiny_hy3_tensors(cfg, "redhat"), n_shards=5, header_only=True)
 

@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 
 from hubpad.errors import HubpadError
-from hubpad.mirrors_file import (
-    DEFAULT_SHARD_SIZE,
-    MirrorSpec,
-    derive_target,
-    find_mirror,
-    is_local_ref,
-    load_mirrors,
-    parse_mirrors,
-)
-from hubpad.sizes import format_size, parse_size
+from hubpad.formats.mirrors_file import DEFAULT_SHARD_SIZE, MirrorSpec, find_mirror, load_mirrors, parse_mirrors
+from hubpad.util.refs import derive_target
+from hubpad.util.refs import is_local as is_local_ref
+from hubpad.util.sizes import format_size, parse_size
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from hubpad.demo import TINY_HY3, write_checkpoint
-from hubpad.source import LocalSource
-from hubpad.verify import verify_derivative
+from hubpad.run.verify import verify_derivative
+from hubpad.source.local import LocalSource
+from hubpad.testing import TINY_HY3, write_checkpoint
 from tests.helpers import cli
 
 

@@ -9,11 +9,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from hubpad.mirror import run_mirror  # noqa: E402
-from hubpad.plan import make_plan  # noqa: E402
-from hubpad.publish_local import LocalPublisher  # noqa: E402
-from hubpad.source import LocalSource  # noqa: E402
-from hubpad.verify import verify_derivative  # noqa: E402
+from hubpad.plan.planner import make_plan
+from hubpad.publish.local import LocalPublisher
+from hubpad.run.mirror import run_mirror
+from hubpad.run.verify import verify_derivative
+from hubpad.source.local import LocalSource
 
 COMMON = dict(num_hidden_layers=2, vocab_size=160, max_position_embeddings=64, rms_norm_eps=1e-5,
               tie_word_embeddings=False)
@@ -69,7 +69,7 @@ def test_padded_model_gives_identical_logits(tmp_path, case):
     model, src = _build(tmp_path, model_type, kwargs)
     dst = tmp_path / "padded"
     plan = make_plan(LocalSource(src), tp, shard_size=200_000)
-    run_mirror(plan, LocalPublisher(dst), quiet=True)
+    run_mirror(plan, LocalPublisher(dst))
     cfg = json.loads((dst / "config.json").read_text())
     for key, value in expected.items():
         assert cfg[key] == value, key

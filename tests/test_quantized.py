@@ -56,11 +56,11 @@ from compressed_tensors.quantization.utils.helpers import (  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
-from hubpad.mirror import run_mirror  # noqa: E402
-from hubpad.plan import make_plan  # noqa: E402
-from hubpad.publish_local import LocalPublisher  # noqa: E402
-from hubpad.source import LocalSource  # noqa: E402
-from hubpad.verify import verify_derivative  # noqa: E402
+from hubpad.plan.planner import make_plan
+from hubpad.publish.local import LocalPublisher
+from hubpad.run.mirror import run_mirror
+from hubpad.run.verify import verify_derivative
+from hubpad.source.local import LocalSource
 
 TP = 3
 REL_TOL = 1e-6

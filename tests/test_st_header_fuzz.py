@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hubpad.errors import HubpadError
-from hubpad.st_header import encode_header, header_length, parse_header
+from hubpad.formats.safetensors import encode_header, header_length, parse_header
 
 BASE_ENTRIES = [("a.weight", "BF16", (4, 8), 64), ("a.weight_scale", "F8_E4M3", (4, 2), 8),
                 ("b.bias", "F32", (4,), 16), ("c.scale", "F32", (), 4), ("d.idx", "I64", (2,), 16)]

@@ -1,0 +1,371 @@
+"""The `hubpad` command line. Expected failures print one `error:` line and exit 1, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from hubpad import __version__
+from hubpad.app.demo import run_demo
+from hubpad.app.gha import append_summary
+from hubpad.app.gha import error as gha_error
+from hubpad.app.gha import in_github_actions
+from hubpad.app.gha import set_outputs as gha_set_outputs
+from hubpad.app.progress import run_hooks
+from hubpad.app.report import plan_text
+from hubpad.errors import ConfigError, HubpadError
+from hubpad.formats.mirrors_file import find_mirror, load_mirrors
+from hubpad.plan.planner import make_plan
+from hubpad.plan.shards import split_parts
+from hubpad.publish import make_publisher
+from hubpad.run.card_refresh import refresh_card
+from hubpad.run.check import check_many, check_one
+from hubpad.run.mirror import run_mirror
+from hubpad.run.verify import verify_derivative
+from hubpad.source import open_source
+from hubpad.source.hub_api import api_for, whoami_name
+from hubpad.util.log import log
+from hubpad.util.redact import redact
+from hubpad.util.refs import is_local
+from hubpad.util.sizes import human, parse_size
+
+
+def _size(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except (HubpadError, ValueError) as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+
+
+
+
+class HubpadGroup(click.Group):
+    """Turns HubpadError (and a few library errors) into one clean line."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except HubpadError as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            _fail("interrupted")
+        except OSError as exc:
+            _fail(f"{exc.strerror or exc}: {exc.filename}" if getattr(exc, "filename", None) else str(exc))
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as exc:  # a bug or an unexpected library error: still one line, unless debugging
+            if os.environ.get("HUBPAD_DEBUG"):
+                raise
+            _fail(f"internal error ({type(exc).__name__}: {exc}); set HUBPAD_DEBUG=1 for a traceback")
+
+
+def _fail(message: str) -> None:
+
+    line = " ".join(redact(message).split())
+    if in_github_actions():
+        gha_error(line)
+    click.echo(f"error: {line}", err=True)
+    sys.exit(1)
+
+
+@click.group(cls=HubpadGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hubpad")
+def main() -> None:
+    """Pad a Hugging Face checkpoint so it serves at a tensor-parallel size its authors never planned for."""
+
+
+# ------------------------------------------------------------------------------------------------ plan
+
+
+@main.command()
+@click.argument("src")
+@click.option("--tp", type=click.IntRange(1, 1024), required=True, help="Target tensor-parallel size.")
+@click.option("--revision", default=None, help="Upstream branch, tag or commit (Hub only; default main).")
+@click.option("--shard-size", default="5GB", callback=_size, show_default=True, help="Output shard size.")
+@click.option("--parts", type=click.IntRange(1, 256), default=None, help="Split the output shards into K parts.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(src: str, tp: int, revision: str | None, shard_size: int, parts: int | None, as_json: bool) -> None:
+    """Show what padding SRC for TP=N changes, reading only config, index and headers."""
+
+    p = make_plan(open_source(src, revision), tp, shard_size)
+    data = p.to_json()
+    if parts:
+        data["parts"] = split_parts(p, parts)
+    set_outputs({"total_bytes": p.bytes_out, "shard_count": len(p.shards), "upstream_sha": p.source.commit or "",
+                 "changed": p.needs_padding})
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(plan_text(p, data.get("parts")))
+
+
+# ------------------------------------------------------------------------------------------------ mirror
+
+
+def _mirror_options(f):
+    options = [
+        click.option("--tp", type=click.IntRange(1, 1024), default=None, help="Target tensor-parallel size."),
+        click.option("--to", "dst", default=None, help="Destination: a local directory or a Hub repo id "
+                     "(default for a Hub SRC: <your user>/<name>-TP<N>)."),
+        click.option("--revision", default=None, help="Upstream branch, tag or commit (Hub only; default main)."),
+        click.option("--shard-size", default=None, callback=_size, help="Output shard size (default 5GB)."),
+        click.option("--max-disk", default=None, callback=_size,
+                     help="Cap on local scratch disk (Hub targets); two shards' worth enables pipelining."),
+        click.option("--workdir", type=click.Path(file_okay=False), default=None,
+                     help="Scratch folder for shards before upload (default: a temp dir under $TMPDIR)."),
+        click.option("--templates", "templates_dir", type=click.Path(exists=True, file_okay=False), default=None,
+                     help="Folder whose templates override the built-in ones."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+                     help="Mirrors file (hubpad.yaml) supplying tp, target, shard size and serving overrides."),
+        click.option("--force", is_flag=True, help="Publish into a target hubpad did not create."),
+        click.option("--private", is_flag=True, help="Create the Hub target as private."),
+        click.option("--dry-run", is_flag=True, help="Plan and check the target, write nothing."),
+        click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+class Job:
+    """One mirror's settings, from the command line and (optionally) its entry in a mirrors file."""
+
+    def __init__(self, src, tp, dst, revision, shard_size, max_disk, config_file, private):
+        self.serving: dict = {}
+        if config_file:
+
+            namespace = _namespace_or_none() if not is_local(src) or (dst and not is_local(dst)) else None
+            spec = find_mirror(load_mirrors(config_file, namespace=namespace), src, target=dst, tp=tp,
+                               namespace=namespace, source=config_file)
+            tp = tp or spec.tp
+            dst = dst or (spec.resolved_target(namespace) if spec.target or namespace else None)
+            revision = revision or spec.revision
+            shard_size = shard_size or spec.shard_size
+            max_disk = max_disk or spec.max_disk
+            private = private or spec.private
+            self.serving = dict(spec.serving_overrides())
+            if "container_image" in self.serving:
+                self.serving["container"] = self.serving.pop("container_image")
+        if tp is None:
+            raise HubpadError("--tp is required (or an entry in --config)")
+        self.src, self.tp, self.dst, self.revision = src, tp, dst, revision
+        self.shard_size, self.max_disk, self.private = shard_size or 5 * 10**9, max_disk, private
+
+
+def _namespace_or_none() -> str | None:
+    try:
+
+        return whoami_name(api_for())
+    except HubpadError:
+        return None
+
+
+def _build(job: Job, *, force: bool, workdir, parts: tuple[int, int] | None = None):
+
+    source = open_source(job.src, job.revision)
+    if job.dst is None and source.kind == "local":
+        raise HubpadError("--to is required when SRC is a local directory")
+    plan = make_plan(source, job.tp, job.shard_size)
+    publisher = make_publisher(source, job.dst, job.tp, force=force, private=job.private, workdir=workdir,
+                               max_disk=job.max_disk)
+    return plan, publisher
+
+
+def _parse_part(part: str) -> tuple[int, int]:
+    """`--part i/K` as (i, K), 1 <= i <= K."""
+    try:
+        i, k = (int(x) for x in part.split("/"))
+    except ValueError:
+        i = k = 0
+    if not 1 <= i <= k:
+        raise ConfigError(f"--part must look like i/K with 1 <= i <= K, got {part!r}")
+    return i, k
+
+
+def set_outputs(values: dict) -> None:
+    """Step outputs under snake_case (what action.yml maps) and kebab-case (for direct use in a workflow)."""
+
+    both = dict(values)
+    both.update({k.replace("_", "-"): v for k, v in values.items() if "_" in k})
+    gha_set_outputs(both)
+
+
+def _report(summary, publisher, as_json: bool, plan=None) -> None:
+
+    set_outputs({"changed": summary.changed, "upstream_sha": summary.upstream_commit or "",
+                 "target_commit": summary.commit or "", "target_url": summary.url or "",
+                 "target": publisher.label})
+    append_summary(_summary_markdown(summary, plan))
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), indent=2))
+    elif summary.up_to_date:
+        click.echo(f"{publisher.label} is up to date")
+    elif summary.commit or summary.url:
+        click.echo(f"published {publisher.label}: {summary.url or summary.commit}")
+    else:
+        click.echo(f"staged {len(summary.shards_built)} shard(s) on {publisher.label}")
+
+
+def _summary_markdown(s, plan=None) -> str:
+    lines = [f"### hubpad: {s.target}", ""]
+    if s.up_to_date:
+        lines.append(f"Up to date with upstream commit `{(s.upstream_commit or '')[:12]}`; nothing published.")
+        return "\n".join(lines)
+    if plan is not None:
+        lines += [f"Padded for TP={plan.tp}:", "", "| dim | before | after |", "|---|---:|---:|"]
+        lines += [f"| {d.name} | {d.before} | {d.after} |" for d in plan.dims]
+        lines.append("")
+    lines += ["| | |", "|---|---|", f"| upstream commit | `{s.upstream_commit}` |",
+              f"| shards built / reused | {len(s.shards_built)} / {len(s.shards_reused)} |",
+              f"| bytes read / written / uploaded | {human(s.bytes_read)} / {human(s.bytes_written)} / "
+              f"{human(s.bytes_uploaded)} |", f"| peak disk | {human(s.peak_disk)} |", f"| time | {s.seconds:.1f} s |"]
+    if s.url:
+        lines.append(f"| commit | {s.url} |")
+    return "\n".join(lines)
+
+
+@main.command()
+@click.argument("src")
+@_mirror_options
+@click.option("--part", default=None, help="Stage only part i of K (fan-out), e.g. 2/3; `hubpad publish` finishes.")
+def mirror(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir, config_file, force, private, dry_run,
+           as_json, part) -> None:
+    """Pad SRC for TP=N and publish the derivative to DST."""
+
+    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private)
+    only = None
+    if part:
+        i, k = _parse_part(part)
+    plan, publisher = _build(job, force=force, workdir=workdir)
+    if part:
+        if not publisher.stages:
+            raise HubpadError("--part needs a Hub target (parts meet on its staging branch)")
+        parts = split_parts(plan, k)
+        only = set(parts[i - 1]["shards"]) if i <= len(parts) else set()
+        log(f"part {i}/{k}: {len(only)} shard(s)")
+    if dry_run:
+        click.echo(plan_text(plan))
+        click.echo(f"dry run: would publish {human(plan.bytes_out)} in {len(plan.shards)} shard(s) to {publisher.label}")
+        return
+    summary = run_mirror(plan, publisher, templates_dir=Path(templates_dir) if templates_dir else None,
+                         serving_overrides=job.serving, only=only, hooks=run_hooks())
+    _report(summary, publisher, as_json, plan)
+
+
+@main.command()
+@click.argument("src")
+@_mirror_options
+def publish(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir, config_file, force, private, dry_run,
+            as_json) -> None:
+    """Fan-out's last step: check every part is staged on DST, then make the single publish commit."""
+
+    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private)
+    plan, publisher = _build(job, force=force, workdir=workdir)
+    if dry_run:
+        click.echo(f"dry run: would publish {len(plan.shards)} staged shard(s) to {publisher.label}")
+        return
+    summary = run_mirror(plan, publisher, templates_dir=Path(templates_dir) if templates_dir else None,
+                         serving_overrides=job.serving, publish_only=True, hooks=run_hooks())
+    _report(summary, publisher, as_json, plan)
+
+
+
+
+# ------------------------------------------------------------------------------------------------ check
+
+
+@main.command()
+@click.argument("src", required=False)
+@click.option("--to", "dst", default=None, help="The derivative to compare (default <your user>/<name>-TP<N>).")
+@click.option("--tp", type=click.IntRange(1, 1024), default=None, help="Tensor-parallel size (default 3).")
+@click.option("--revision", default=None, help="Upstream branch, tag or commit (default main).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="Check every mirror of a mirrors file (hubpad.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def check(src, dst, tp, revision, config_file, as_json) -> None:
+    """Is DST up to date with SRC? API calls only: reports up-to-date, stale or missing."""
+
+    if config_file:
+        result = check_many(config_file, only_upstream=src, target=dst)
+        changed = [m for m in result["mirrors"] if m["changed"]]
+        set_outputs({"changed": bool(changed), "matrix": {"include": changed}, "mirrors": result["mirrors"]})
+        if as_json:
+            click.echo(json.dumps(result, indent=2))
+        else:
+            for m in result["mirrors"]:
+                click.echo(f"{m['status']:10} {m['upstream']} -> {m['target']} (tp {m['tp']})")
+        return
+    if not src:
+        raise HubpadError("give SRC or --config FILE")
+    m = check_one(src, dst, tp or 3, revision)
+    set_outputs({"changed": m["changed"], "upstream_sha": m["upstream_sha"] or "", "target": m["target"]})
+    if as_json:
+        click.echo(json.dumps(m, indent=2))
+    else:
+        extra = f" (upstream {m['upstream_sha'][:12]}, recorded {(m['recorded_sha'] or '-')[:12]})" \
+            if m["status"] == "stale" else ""
+        click.echo(f"{m['status']}: {m['upstream']} -> {m['target']}{extra}")
+
+
+# ------------------------------------------------------------------------------------------------ card
+
+
+@main.command()
+@click.argument("dst")
+@click.option("--upstream", default=None, help="Upstream repo (default: the one in DST's hubpad.json).")
+@click.option("--templates", "templates_dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Folder whose templates override the built-in ones.")
+@click.option("--dry-run", is_flag=True, help="Show which files would change; commit nothing.")
+def card(dst, upstream, templates_dir, dry_run) -> None:
+    """Re-render DST's model card, recipe and patch files from its hubpad.json; no shard is read or written."""
+
+    result = refresh_card(dst, upstream=upstream, templates_dir=Path(templates_dir) if templates_dir else None,
+                          dry_run=dry_run)
+    set_outputs({"changed": bool(result["changed"]), "target_commit": result.get("commit") or "",
+                 "target_url": result.get("url") or ""})
+    if not result["changed"]:
+        click.echo(f"{dst}: card is up to date")
+    else:
+        click.echo(f"{dst}: updated {', '.join(result['changed'])}" + (f" ({result['url']})" if result.get("url") else ""))
+
+
+# ------------------------------------------------------------------------------------------------ verify
+
+
+@main.command()
+@click.argument("src")
+@click.argument("dst")
+@click.option("--json", "as_json", is_flag=True, help="Print the verification report as JSON.")
+def verify(src: str, dst: str, as_json: bool) -> None:
+    """Check DST is SRC padded losslessly: original bytes in place, pads exactly zero, config and index right."""
+
+    report = verify_derivative(open_source(src), open_source(dst))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(f"ok: {report['tensors']} tensors checked ({report['padded']} padded), "
+                   f"{human(report['bytes_checked'])} compared, {len(report['shards'])} shard hashes match")
+
+
+# ------------------------------------------------------------------------------------------------ demo
+
+
+@main.command()
+@click.option("--out", type=click.Path(file_okay=False), default="demo-out", show_default=True,
+              help="Folder for the demo's upstream and padded checkpoints.")
+def demo(out: str) -> None:
+    """Offline example: build a tiny Hy3-shaped RedHatAI-layout checkpoint, pad it for TP=3, verify it."""
+
+    run_demo(Path(out))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,102 @@
+"""The provenance manifest `hubpad.json`: its schema, its serialisation, and the one freshness rule.
+
+The manifest is the contract between the engine, the card and the Action (docs/design.md shows an example).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypedDict
+
+from hubpad import FORMAT_VERSION
+
+
+class UpstreamRecord(TypedDict, total=False):
+    repo: str  # Hub repo id, or the local path
+    kind: str  # "hub" | "local"
+    revision: str | None  # what the user asked for
+    commit: str | None  # the resolved commit sha (None for a local upstream)
+    digest: str  # local upstreams: digest_of() over every file's sha256
+    files: dict[str, dict[str, Any]]  # path -> {size, sha256}
+
+
+class DimRecord(TypedDict):
+    name: str
+    config_key: str | None
+    config_keys: list[str]
+    before: int
+    after: int
+
+
+class PaddedGroup(TypedDict):
+    pattern: str  # tensor name with layer indices as *
+    before: list[int]
+    after: list[int]
+    count: int
+    bytes_added: int
+
+
+class TensorsRecord(TypedDict):
+    total: int
+    padded: int
+    copied: int
+    padded_groups: list[PaddedGroup]
+
+
+class ShardRecord(TypedDict, total=False):
+    name: str
+    size: int
+    sha256: str
+    tensors: int
+    inputs: str  # digest of everything that determines the shard's bytes (write/manifest.shard_inputs_key)
+    sources: list[dict[str, Any]]  # [{file, sha256, ranges: [[start, end], ...]}]
+    verified: bool  # staging only: every input file was fully hashed
+
+
+class Manifest(TypedDict, total=False):
+    hubpad_version: str
+    format_version: int
+    created: str
+    upstream: UpstreamRecord
+    target: dict[str, str]  # {repo, kind}
+    tp: int
+    architecture: dict[str, Any]  # {adapter, model_type, architectures, relabelled?}
+    quantization: dict[str, Any]  # {method, formats, weight_only_nvfp4}
+    dims: list[DimRecord]
+    config_changes: dict[str, list[Any]]
+    tensors: TensorsRecord
+    vocab: dict[str, Any]
+    rank_table: list[dict[str, Any]]
+    serving: dict[str, Any]
+    shards: list[ShardRecord]
+    files: dict[str, list[str]]  # {copied, skipped, generated}
+    published_commit: str
+
+
+def dumps(data: dict) -> str:
+    """How hubpad writes its JSON files: indented, key order kept, newline-terminated."""
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
+def same_build(record: dict | None, tp: int) -> bool:
+    """A manifest or staging record written by this format version for this TP (its bytes could be reused)."""
+    return bool(record) and record.get("tp") == tp and record.get("format_version") == FORMAT_VERSION
+
+
+def recorded_upstream(manifest: dict) -> str | None:
+    """What a manifest says it was built from: the upstream commit, or a local upstream's content digest."""
+    up = manifest.get("upstream", {})
+    return up.get("commit") or up.get("digest")
+
+
+def is_fresh(manifest: dict | None, tp: int, upstream_sha: str | None, upstream_repo: str | None = None,
+             shard_names: list[str] | None = None) -> bool:
+    """The one freshness rule: `manifest` records this upstream state padded for `tp` by this format version.
+
+    `upstream_repo` and `shard_names`, when given, must match too (a mirror run also knows its planned shards).
+    """
+    if not same_build(manifest, tp) or upstream_sha is None or recorded_upstream(manifest) != upstream_sha:
+        return False
+    if upstream_repo is not None and manifest.get("upstream", {}).get("repo") != upstream_repo:
+        return False
+    return shard_names is None or [s["name"] for s in manifest.get("shards", [])] == shard_names

@@ -1,0 +1,464 @@
+"""The mirrors file (`hubpad.yaml`): which upstream checkpoints to keep padded mirrors of, and how.
+
+```yaml
+defaults:            # optional; any entry key except upstream/target
+  tp: 3
+  shard_size: 5GB
+mirrors:
+  - upstream: RedHatAI/Hy3-NVFP4-FP8      # Hub repo id, or a local path starting with / ./ ../ or ~
+    target: alice/Hy3-NVFP4-FP8-TP3       # optional; default <namespace>/<upstream name>-TP<tp>
+    revision: main                        # optional upstream branch, tag or commit
+    max_disk: 60GB                        # optional disk budget for the work directory
+    private: false
+    serving: {tool_call_parser: hy_v3, extra_args: [--max-model-len, "32768"]}
+    recipe: {container: ...}              # free-form overrides for the generated sparkrun recipe
+```
+
+Entries inherit `defaults`; `serving` and `recipe` are merged key by key (the entry wins). Every problem is a
+`HubpadError` with one line naming the file, the line and the entry.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from hubpad.errors import HubpadError
+from hubpad.util.refs import derive_target, is_local, same_ref, validate_repo_id
+from hubpad.util.sizes import format_size, parse_size
+
+MIRRORS_FILE = "hubpad.yaml"
+DEFAULT_TP = 3
+DEFAULT_SHARD_SIZE = 5_000_000_000  # "5GB", the CLI's --shard-size default
+
+TOP_KEYS = ("defaults", "mirrors")
+ENTRY_KEYS = ("upstream", "target", "tp", "revision", "shard_size", "max_disk", "private", "serving", "recipe")
+DEFAULT_KEYS = tuple(k for k in ENTRY_KEYS if k not in ("upstream", "target"))
+SERVING_KEYS = ("tool_call_parser", "reasoning_parser", "speculative_config", "extra_args", "container_image")
+
+
+
+@dataclass(frozen=True)
+class MirrorSpec:
+    """One mirror: pad `upstream` for tensor-parallel size `tp` and publish it to `target`."""
+
+    upstream: str
+    target: str | None = None
+    tp: int = DEFAULT_TP
+    revision: str | None = None
+    shard_size: int = DEFAULT_SHARD_SIZE
+    max_disk: int | None = None
+    private: bool = False
+    serving: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    recipe: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    where: str = field(default="", compare=False, repr=False)  # "hubpad.yaml:7: mirrors[0]", for messages
+
+    @property
+    def upstream_kind(self) -> str:
+        """"local" when `upstream` is a path, else "hub"."""
+        return "local" if is_local(self.upstream) else "hub"
+
+    @property
+    def target_kind(self) -> str:
+        """"local" when an explicit `target` is a path, else "hub" (derived targets are Hub repos)."""
+        return "local" if self.target is not None and is_local(self.target) else "hub"
+
+    def resolved_target(self, namespace: str | None = None) -> str:
+        """The explicit target, or the derived one (`<namespace>/<upstream name>-TP<tp>`).
+
+        A bare explicit Hub name ("X-TP3") is put under `namespace` when one is given.
+        """
+        if self.target is None:
+            return derive_target(self.upstream, self.tp, namespace)
+        if namespace and self.target_kind == "hub" and "/" not in self.target:
+            return f"{namespace}/{self.target}"
+        return self.target
+
+    def serving_overrides(self) -> dict[str, Any]:
+        """The `serving` overrides as plain, mutable, JSON-ready data (only the keys the file set)."""
+        return _thaw(self.serving)
+
+    def recipe_overrides(self) -> dict[str, Any]:
+        """The `recipe` overrides as plain, mutable, JSON-ready data."""
+        return _thaw(self.recipe)
+
+    def to_dict(self, namespace: str | None = None) -> dict[str, Any]:
+        """JSON-ready view (sizes as strings like "5GB"); `target` resolved when possible."""
+        target = self.resolved_target(namespace) if (self.target is not None or namespace) else None
+        return {
+            "upstream": self.upstream,
+            "target": target,
+            "tp": self.tp,
+            "revision": self.revision,
+            "shard_size": format_size(self.shard_size),
+            "max_disk": format_size(self.max_disk) if self.max_disk is not None else None,
+            "private": self.private,
+            "serving": self.serving_overrides(),
+            "recipe": self.recipe_overrides(),
+        }
+
+
+
+
+
+
+def find_mirror(
+    specs: Sequence[MirrorSpec],
+    upstream: str,
+    *,
+    target: str | None = None,
+    tp: int | None = None,
+    namespace: str | None = None,
+    source: str = MIRRORS_FILE,
+) -> MirrorSpec:
+    """The one entry matching `upstream` (and `target` / `tp` when given); HubpadError if none or several."""
+    want_target = target.casefold() if target else None
+    found = [
+        s
+        for s in specs
+        if same_ref(s.upstream, upstream)
+        and (tp is None or s.tp == tp)
+        and (want_target is None or s.resolved_target(namespace).casefold() == want_target)
+    ]
+    if len(found) == 1:
+        return found[0]
+    what = upstream + (f" -> {target}" if target else "") + (f" at tp {tp}" if tp is not None else "")
+    if not found:
+        raise HubpadError(f"{source}: no mirror entry for {what}")
+    raise HubpadError(f"{source}: {len(found)} mirror entries match {what}; pass --to to pick one")
+
+
+def load_mirrors(path: str | Path, *, namespace: str | None = None) -> list[MirrorSpec]:
+    """Read and validate a mirrors file; `namespace` (the token's user/org) lets bare targets be compared."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HubpadError(f"{path}: mirrors file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HubpadError(f"{path}: cannot read mirrors file: {exc}") from None
+    return parse_mirrors(text, source=str(path), base_dir=path.resolve().parent, namespace=namespace)
+
+
+def parse_mirrors(
+    text: str,
+    *,
+    source: str = MIRRORS_FILE,
+    base_dir: str | Path | None = None,
+    namespace: str | None = None,
+) -> list[MirrorSpec]:
+    """Validate mirrors-file text; relative local paths are resolved against `base_dir` (default: cwd)."""
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    doc = _load_yaml(text, source)
+    if doc is None:
+        raise HubpadError(f"{source}: the file is empty; expected a 'mirrors:' list")
+    if not isinstance(doc, dict):
+        raise HubpadError(f"{source}: expected a mapping with a 'mirrors:' list, got {_type_name(doc)}")
+    top = _Where(source, _line(doc), "")
+    _check_keys(doc, TOP_KEYS, top)
+
+    defaults_raw = doc.get("defaults")
+    if defaults_raw is None:
+        defaults_raw = {}
+    dwhere = _Where(source, _line(defaults_raw, top.line), "defaults")
+    if not isinstance(defaults_raw, dict):
+        raise dwhere.error(f"'defaults' must be a mapping, got {_type_name(defaults_raw)}")
+    for key in ("upstream", "target"):
+        if key in defaults_raw:
+            raise dwhere.error(f"'{key}' cannot be set in defaults; set it on each mirror")
+    _check_keys(defaults_raw, DEFAULT_KEYS, dwhere)
+    defaults = _validate_fields(defaults_raw, dwhere)
+
+    if "mirrors" not in doc:
+        raise top.error("missing the 'mirrors:' list")
+    entries = doc["mirrors"]
+    if not isinstance(entries, list):
+        raise top.error(f"'mirrors' must be a list, got {_type_name(entries)}")
+    if not entries:
+        raise top.error("'mirrors' is empty; list at least one mirror")
+
+    specs: list[MirrorSpec] = []
+    seen: dict[tuple[str, str], str] = {}
+    for index, entry in enumerate(entries):
+        where = _Where(source, _line(entry, top.line), f"mirrors[{index}]")
+        if not isinstance(entry, dict):
+            raise where.error(f"each mirror must be a mapping with an 'upstream' key, got {_type_name(entry)}")
+        upstream_raw = entry.get("upstream")
+        if isinstance(upstream_raw, str) and upstream_raw.strip():
+            where = _Where(source, where.line, f"mirrors[{index}] ({upstream_raw.strip()})")
+        _check_keys(entry, ENTRY_KEYS, where)
+        if "upstream" not in entry or upstream_raw is None:
+            raise where.error("missing required key 'upstream' (a Hub repo id like org/model, or ./local/path)")
+        upstream = _validate_ref(upstream_raw, "upstream", where, base, allow_bare=True)
+        target = None
+        if entry.get("target") is not None:
+            target = _validate_ref(entry["target"], "target", where, base, allow_bare=True)
+
+        values = _validate_fields(entry, where)
+        merged: dict[str, Any] = {**defaults, **values}
+        for key in ("serving", "recipe"):
+            merged[key] = {**defaults.get(key, {}), **values.get(key, {})}
+        spec = MirrorSpec(
+            upstream=upstream,
+            target=target,
+            tp=merged.get("tp", DEFAULT_TP),
+            revision=merged.get("revision"),
+            shard_size=merged.get("shard_size", DEFAULT_SHARD_SIZE),
+            max_disk=merged.get("max_disk"),
+            private=merged.get("private", False),
+            serving=_freeze(merged["serving"]),
+            recipe=_freeze(merged["recipe"]),
+            where=where.prefix(),
+        )
+        if spec.max_disk is not None and spec.max_disk < spec.shard_size:
+            raise where.error(
+                f"max_disk ({format_size(spec.max_disk)}) is smaller than shard_size ({format_size(spec.shard_size)});"
+                " hubpad needs room for at least one output shard"
+            )
+        if target is None:
+            try:
+                validate_repo_id(derive_target(upstream, spec.tp), allow_bare=True)
+            except ValueError as exc:
+                raise where.error(f"cannot derive a target from upstream ({exc}); set 'target' explicitly") from None
+        key, shown = _target_key(spec, namespace)
+        if key in seen:
+            how = "derived " if target is None else ""
+            raise where.error(f"duplicate {how}target '{shown}', already used by {seen[key]}")
+        seen[key] = where.label
+        specs.append(spec)
+    return specs
+
+
+# --- validation helpers -----------------------------------------------------------------------------------
+
+
+class _Where:
+    """Where a value sits, for one-line errors: `hubpad.yaml:12: mirrors[1] (org/model): problem`."""
+
+    def __init__(self, source: str, line: int | None, label: str) -> None:
+        self.source, self.line, self.label = source, line, label
+
+    def prefix(self) -> str:
+        loc = f"{self.source}:{self.line}" if self.line else self.source
+        return f"{loc}: {self.label}" if self.label else loc
+
+    def error(self, problem: str) -> HubpadError:
+        return HubpadError(f"{self.prefix()}: {problem}")
+
+
+def _check_keys(mapping: dict, allowed: Sequence[str], where: _Where, section: str = "") -> None:
+    for key in mapping:
+        if not isinstance(key, str):
+            raise where.error(f"keys must be strings, got {key!r} ({_type_name(key)})")
+        if key not in allowed:
+            name = f"{section}.{key}" if section else key
+            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+            if not close:
+                close = [k for k in allowed if k.replace("_", "") == key.replace("-", "").replace("_", "").lower()]
+            hint = f"; did you mean '{close[0]}'?" if close else f"; valid keys: {', '.join(allowed)}"
+            raise where.error(f"unknown key '{name}'{hint}")
+
+
+def _validate_fields(raw: dict, where: _Where) -> dict[str, Any]:
+    """Validate the keys shared by entries and defaults; returns only the keys present, normalized."""
+    out: dict[str, Any] = {}
+    if "tp" in raw:
+        tp = raw["tp"]
+        if isinstance(tp, bool) or not isinstance(tp, int):
+            raise where.error(f"tp must be an integer >= 2, got {tp!r} ({_type_name(tp)})")
+        if tp < 2:
+            raise where.error(f"tp must be an integer >= 2, got {tp} (tp 1 needs no padding)")
+        out["tp"] = tp
+    if raw.get("revision") is not None:
+        rev = raw["revision"]
+        if not isinstance(rev, str):
+            raise where.error(f"revision must be a string, got {rev!r} ({_type_name(rev)}); quote it in YAML")
+        if not rev.strip() or any(c.isspace() or ord(c) < 32 for c in rev):
+            raise where.error(f"revision must be a branch, tag or commit without spaces, got {rev!r}")
+        out["revision"] = rev
+    for key in ("shard_size", "max_disk"):
+        if raw.get(key) is None:
+            continue
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise where.error(f"{key} must be a size like '5GB', got {value!r} ({_type_name(value)})")
+        try:
+            size = parse_size(value)
+        except ValueError as exc:
+            raise where.error(f"{key}: {exc}") from None
+        if size <= 0:
+            raise where.error(f"{key} must be greater than zero, got {value!r}")
+        out[key] = size
+    if raw.get("private") is not None:
+        private = raw["private"]
+        if not isinstance(private, bool):
+            raise where.error(f"private must be true or false, got {private!r} ({_type_name(private)})")
+        out["private"] = private
+    if raw.get("serving") is not None:
+        out["serving"] = _validate_serving(raw["serving"], where)
+    if raw.get("recipe") is not None:
+        recipe = raw["recipe"]
+        if not isinstance(recipe, dict):
+            raise where.error(f"recipe must be a mapping of recipe overrides, got {_type_name(recipe)}")
+        out["recipe"] = {k: _plain(v, f"recipe.{k}", where) for k, v in _str_keys(recipe, "recipe", where).items()}
+    return out
+
+
+def _validate_serving(serving: object, where: _Where) -> dict[str, Any]:
+    if not isinstance(serving, dict):
+        raise where.error(f"serving must be a mapping ({', '.join(SERVING_KEYS)}), got {_type_name(serving)}")
+    _check_keys(serving, SERVING_KEYS, where, section="serving")
+    out: dict[str, Any] = {}
+    for key, value in serving.items():
+        name = f"serving.{key}"
+        if key in ("tool_call_parser", "reasoning_parser", "container_image"):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise where.error(f"{name} must be a non-empty string or null, got {value!r} ({_type_name(value)})")
+            out[key] = value
+        elif key == "speculative_config":
+            if value is not None and not isinstance(value, dict):
+                raise where.error(f"{name} must be a mapping (e.g. {{method: mtp, num_speculative_tokens: 1}}) or null")
+            out[key] = None if value is None else _plain(value, name, where)
+        elif key == "extra_args":
+            if value is None:
+                value = []
+            if not isinstance(value, list):
+                raise where.error(f"{name} must be a list of command-line arguments, got {_type_name(value)}")
+            args = []
+            for i, arg in enumerate(value):
+                if isinstance(arg, bool) or not isinstance(arg, (str, int, float)):
+                    raise where.error(f"{name}[{i}] must be a string, got {arg!r} ({_type_name(arg)})")
+                args.append(str(arg))
+            out[key] = args
+    return out
+
+
+def _validate_ref(value: object, key: str, where: _Where, base: Path, *, allow_bare: bool) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise where.error(f"{key} must be a Hub repo id (org/model) or a local path, got {value!r} ({_type_name(value)})")
+    ref = value.strip()
+    if is_local(ref):
+        return str((base / Path(ref).expanduser()).resolve())
+    try:
+        validate_repo_id(ref, allow_bare=allow_bare)
+    except ValueError as exc:
+        raise where.error(f"{key} {ref!r} is not a valid Hub repo id ({exc}); local paths start with / ./ ../ or ~") from None
+    return ref
+
+
+
+
+def _target_key(spec: MirrorSpec, namespace: str | None) -> tuple[tuple[str, str], str]:
+    """A comparable key for the target (case-insensitive, as the Hub) and how to show it."""
+    if spec.target_kind == "local" and spec.target is not None:
+        return ("local", spec.target), spec.target
+    shown = spec.resolved_target(namespace)
+    kind = "hub" if "/" in shown else "hub-own"  # bare names all land in the token owner's namespace
+    return (kind, shown.casefold()), shown
+
+
+
+
+def _str_keys(mapping: dict, name: str, where: _Where) -> dict[str, Any]:
+    for key in mapping:
+        if not isinstance(key, str):
+            raise where.error(f"{name} keys must be strings, got {key!r} ({_type_name(key)})")
+    return mapping
+
+
+def _plain(value: object, name: str, where: _Where) -> Any:
+    """Check that a free-form value is JSON-like (YAML dates, sets, etc. are refused) and copy it."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, list):
+        return [_plain(v, f"{name}[{i}]", where) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _plain(v, f"{name}.{k}", where) for k, v in _str_keys(value, name, where).items()}
+    raise where.error(f"{name}: unsupported value {value!r} ({_type_name(value)}); quote it in YAML")
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def _type_name(value: object) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", type(None): "null"}
+    if isinstance(value, dict):
+        return "a mapping"
+    return names.get(type(value), type(value).__name__)
+
+
+# --- YAML with line numbers and duplicate-key detection -----------------------------------------------------
+
+
+class _LineDict(dict):
+    """A dict that remembers the line its YAML mapping started on."""
+
+    line: int | None = None
+
+
+def _line(value: object, fallback: int | None = None) -> int | None:
+    return getattr(value, "line", None) or fallback
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: object, line: int) -> None:
+        super().__init__(key, line)
+        self.key, self.line = key, line
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
+    loader.flatten_mapping(node)
+    mapping = _LineDict()
+    mapping.line = node.start_mark.line + 1
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in mapping
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"unhashable key {key!r}", key_node.start_mark
+            ) from None
+        if duplicate:
+            raise _DuplicateKey(key, key_node.start_mark.line + 1)
+        mapping[key] = loader.construct_object(value_node, deep=True)
+    return mapping
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _load_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except _DuplicateKey as exc:
+        raise HubpadError(f"{source}:{exc.line}: duplicate key '{exc.key}'") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        loc = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        raise HubpadError(f"{loc}: invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise HubpadError(f"{source}: invalid YAML: {' '.join(str(exc).split())}") from None

@@ -1,0 +1,27 @@
+"""Architecture adapters, one module per family, and the registry that picks one for a config.json.
+
+A new family is a new module here plus one line in ADAPTERS.
+"""
+
+from __future__ import annotations
+
+from hubpad.errors import ConfigError
+from hubpad.plan.adapters.base import COPY, Adapter, Role
+from hubpad.plan.adapters.hy3 import HY3
+from hubpad.plan.adapters.llama import LLAMA, MISTRAL
+from hubpad.plan.adapters.mixtral import MIXTRAL
+from hubpad.plan.adapters.qwen import QWEN3, QWEN_MOE
+
+__all__ = ["ADAPTERS", "COPY", "Adapter", "Role", "adapter_for"]
+
+ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN3, MIXTRAL, QWEN_MOE]
+
+
+def adapter_for(config: dict) -> Adapter:
+    """Pick the adapter for a config.json, or fail naming the model type."""
+    model_type = config.get("model_type")
+    for adapter in ADAPTERS:
+        if model_type in adapter.model_types:
+            return adapter
+    known = sorted(t for a in ADAPTERS for t in a.model_types)
+    raise ConfigError(f"config.json: model_type {model_type!r} is not supported (known: {', '.join(known)})")

@@ -1,0 +1,41 @@
+"""tencent/Hy3 (HYV3): dense layer 0, MoE after, per-head q/k norms, an MTP block at layer N."""
+
+from __future__ import annotations
+
+from hubpad.plan.adapters.base import (
+    ATTENTION,
+    COPY_MODULES,
+    COPY_PARAMS,
+    DENSE_MLP,
+    EXPERTS,
+    ROUTERS,
+    SHARED,
+    Adapter,
+    L,
+    Role,
+)
+
+
+class Hy3Adapter(Adapter):
+    """Hy3 serves with its own tool-call and reasoning parsers, and MTP speculative decoding when it has the layer."""
+
+    def serving(self, config: dict) -> dict:
+        spec = None
+        if config.get("num_nextn_predict_layers"):
+            spec = {"method": "mtp", "num_speculative_tokens": int(config["num_nextn_predict_layers"])}
+        return {"tool_call_parser": "hy_v3", "reasoning_parser": "hy_v3", "speculative_config": spec,
+                "extra_args": []}
+
+
+HY3 = Hy3Adapter(
+    name="hy_v3", model_types=("hy_v3",),
+    linear_patterns=ATTENTION + DENSE_MLP + EXPERTS + [
+        (p, Role(r.kind, "expert")) for p, r in SHARED  # shared expert width = expert width (1 shared expert)
+    ],
+    copy_modules=COPY_MODULES + ROUTERS + [
+        L + r"(enorm|hnorm|eh_proj|final_layernorm|embed_tokens|shared_head\.norm|shared_head\.head)$",
+    ],
+    copy_params=COPY_PARAMS,
+    intermediate_keys={"dense": ("intermediate_size",), "expert": ("expert_hidden_dim", "moe_intermediate_size")},
+    per_head_norms=True,
+)

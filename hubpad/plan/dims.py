@@ -1,0 +1,139 @@
+"""Choosing padded dims: heads in whole GQA groups, MLP/expert widths in kernel tiles, and the per-rank table."""
+
+from __future__ import annotations
+
+import math
+
+from hubpad.errors import HubpadError
+from hubpad.plan.adapters.base import Adapter
+
+VLLM_VOCAB_PAD = 64
+
+
+def _divides(total: int, tp: int) -> bool:
+    return total % tp == 0
+
+
+def kv_per_rank(kv: int, tp: int) -> int | None:
+    """kv heads each rank holds, or None when vLLM cannot shard them (neither divides the other)."""
+    if kv % tp == 0:
+        return kv // tp
+    if tp % kv == 0:
+        return 1  # replicated
+    return None
+
+
+def _heads_ok(h: int, kv: int, hd: int, tp: int, a: dict, hidden: int, adapter: Adapter) -> list[str]:
+    why = []
+    if h % tp:
+        why.append(f"{h} attention heads % tp {tp} != 0")
+        return why
+    kvr = kv_per_rank(kv, tp)
+    if kvr is None:
+        why.append(f"{kv} kv heads neither divide nor are divided by tp {tp}")
+        return why
+    q_rows = h // tp * hd
+    if q_rows % a["q_n"]:
+        why.append(f"q_proj rows per rank {q_rows} % {a['q_n']} != 0")
+    if kvr * hd % a["kv_n"]:
+        why.append(f"k/v_proj rows per rank {kvr * hd} % {a['kv_n']} != 0")
+    if q_rows % a["o_k"]:
+        why.append(f"o_proj columns per rank {q_rows} % {a['o_k']} != 0")
+    if adapter.hidden_must_divide_by_heads and hidden % h:
+        why.append(f"transformers' {adapter.name} config rejects hidden_size {hidden} % {h} heads != 0")
+    return why
+
+
+def choose_heads(h: int, kv: int, hd: int, tp: int, aligns: dict, hidden: int, adapter: Adapter) -> tuple[int, int]:
+    """Smallest (heads, kv heads) that shard at `tp`, appending whole GQA groups so head i keeps kv head i//group."""
+    if h % kv:
+        raise HubpadError(f"config.json: {h} attention heads are not a multiple of {kv} kv heads")
+    if not _heads_ok(h, kv, hd, tp, aligns, hidden, adapter):
+        return h, kv
+    group = h // kv
+    candidates = [(k2 * group, k2) for k2 in range(kv + 1, kv * 8 + tp * 8)]
+    if kv == 1:  # MQA: every head maps to kv head 0 whatever the group size
+        candidates += [(h2, 1) for h2 in range(h + 1, h * 8 + tp * 8)]
+    for h2, k2 in sorted(candidates):
+        if not _heads_ok(h2, k2, hd, tp, aligns, hidden, adapter):
+            return h2, k2
+    reasons = "; ".join(_heads_ok(h, kv, hd, tp, aligns, hidden, adapter))
+    # Say what blocks the first candidate that shards at all: that is the constraint to relax.
+    for h2, k2 in sorted(candidates):
+        why = _heads_ok(h2, k2, hd, tp, aligns, hidden, adapter)
+        if h2 % tp == 0 and kv_per_rank(k2, tp) is not None:
+            reasons += f"; the first whole-group padding that shards, {h2} heads / {k2} kv heads, fails: " + "; ".join(why)
+            break
+    raise HubpadError(f"no valid head padding exists for tp={tp} ({reasons})")
+
+
+# MLP widths per rank are kept to whole 128-wide GEMM tiles whatever the format: it is what FP8-block, NVFP4
+# via Marlin and int4 need anyway, keeps a padded BF16 checkpoint re-quantizable without another pad, and gives
+# Hy3's 13312 → 13440 (4480 = 35·128 per rank at TP=3). Attention dims need no such rule: they move in whole heads.
+# Routed experts only need what fused-MoE kernels need (Marlin MoE: intermediate per rank % 64), which keeps
+# stock TP values working (Hy3's 1536 experts at TP=8 = 192 per rank).
+MLP_TILE = 128
+
+
+EXPERT_TILE = 64
+
+
+def choose_intermediate(size: int, tp: int, n_align: int, k_align: int) -> int:
+    """Smallest size >= `size` whose per-rank slice is a multiple of both alignments (tiles included)."""
+    step = math.lcm(n_align, k_align)
+    if size % tp == 0 and (size // tp) % step == 0:
+        return size
+    quantum = tp * step
+    return -(-size // quantum) * quantum
+
+
+def choose_heads_quiet(h, kv, hd, tp, aligns, hidden, adapter) -> bool:
+    """True when the heads already shard at `tp` (no padding)."""
+    return h % kv == 0 and not _heads_ok(h, kv, hd, tp, aligns, hidden, adapter)
+
+
+def vocab_info(vocab: int, tp: int) -> dict:
+    """Whether vLLM's 64-padded vocab shards at `tp`, and what the runtime patch pads to when it does not."""
+    padded = -(-vocab // VLLM_VOCAB_PAD) * VLLM_VOCAB_PAD
+    divisible = padded % tp == 0
+    pad_to = math.lcm(VLLM_VOCAB_PAD, tp)
+    return {"size": vocab, "padded_to_64": padded, "divisible_by_tp": divisible, "patch_needed": not divisible,
+            "patch_pad_to": pad_to, "patched_size": -(-vocab // pad_to) * pad_to}
+
+
+def make_rank_table(tp, h2, kv2, hd, aligns, new_inter, group_align, vocab, config, adapter, hidden) -> list[dict]:
+    """Per-rank divisibility of every sharded dim after padding, as vLLM will check it."""
+    rows = []
+
+    def row(dim, total, per_rank, ok, rule, required=True):
+        rows.append({"dim": dim, "total": total, "per_rank": per_rank, "ok": bool(ok), "rule": rule,
+                     "required": required})
+
+    row("attention heads", h2, h2 // tp if h2 % tp == 0 else None, h2 % tp == 0, f"{h2} % {tp} == 0")
+    kvr = kv_per_rank(kv2, tp)
+    rule = f"{kv2} % {tp} == 0" if kv2 >= tp else f"{tp} % {kv2} == 0 (replicated)"
+    row("kv heads", kv2, kvr, kvr is not None, rule)
+    if h2 % tp == 0:
+        q = h2 // tp * hd
+        row("q_proj rows", h2 * hd, q, q % aligns["q_n"] == 0, f"{q} % {aligns['q_n']} == 0")
+        row("o_proj columns", h2 * hd, q, q % aligns["o_k"] == 0, f"{q} % {aligns['o_k']} == 0")
+    if kvr is not None:
+        k = kvr * hd
+        row("k/v_proj rows", kv2 * hd, k, k % aligns["kv_n"] == 0, f"{k} % {aligns['kv_n']} == 0")
+    for group, size in new_inter.items():
+        n_al, k_al = group_align.get(group, [MLP_TILE, MLP_TILE])
+        a = math.lcm(n_al, k_al)
+        per = size // tp if size % tp == 0 else None
+        row(f"{group} intermediate", size, per, per is not None and per % a == 0, f"{size} / {tp} % {a} == 0")
+    n_exp = config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+    if n_exp:
+        row("experts (expert parallel)", n_exp, n_exp // tp if n_exp % tp == 0 else None, n_exp % tp == 0,
+            f"{n_exp} % {tp} == 0 (only needed with --enable-expert-parallel)", required=False)
+    if vocab["size"]:
+        if vocab["divisible_by_tp"]:
+            row("vocab (vLLM pads to 64)", vocab["padded_to_64"], vocab["padded_to_64"] // tp, True,
+                f"{vocab['padded_to_64']} % {tp} == 0")
+        else:
+            row("vocab (runtime patch)", vocab["patched_size"], vocab["patched_size"] // tp, True,
+                f"pad to lcm(64, {tp}) = {vocab['patch_pad_to']} at load time; not on disk")
+    return rows

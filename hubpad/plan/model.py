@@ -1,0 +1,171 @@
+"""The plan model: every decision a mirror needs, made before a byte moves (dims, tensor recipes, shards)."""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from hubpad import FORMAT_VERSION, __version__
+from hubpad.formats.safetensors import TensorInfo
+from hubpad.plan.adapters.base import Adapter
+from hubpad.plan.quant import QuantConfig
+from hubpad.source.base import FileEntry, Source
+
+
+@dataclass(frozen=True)
+class PadOp:
+    """Byte recipe for one output tensor, seen as `batch` blocks of `rows` rows of `row_bytes` bytes.
+
+    kind "copy": bytes as they are; "pad": each block grows to `new_rows` rows of `new_row_bytes`, new
+    cells repeat `fill` (one element); "append": source bytes then `data`; "replace": `data` instead.
+    """
+
+    kind: str
+    batch: int = 1
+    rows: int = 0
+    row_bytes: int = 0
+    new_rows: int = 0
+    new_row_bytes: int = 0
+    fill: bytes = b""
+    data: bytes = b""
+
+
+_COPY_OP = PadOp("copy")
+
+
+@dataclass(frozen=True, slots=True)
+class TensorPlan:
+    """One output tensor: where it comes from and how its bytes are made."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    src: TensorInfo
+    op: PadOp
+    nbytes: int
+
+    @property
+    def padded(self) -> bool:
+        return self.op.kind != "copy"
+
+
+@dataclass
+class ShardPlan:
+    """One output shard: its tensors in order, and the header that precedes them."""
+
+    name: str
+    tensors: list[TensorPlan]
+    metadata: dict[str, str]
+    header: bytes = b""
+
+    @property
+    def size(self) -> int:
+        return len(self.header) + sum(t.nbytes for t in self.tensors)
+
+    def source_ranges(self) -> dict[str, list[list[int]]]:
+        """Per upstream file, the coalesced byte ranges this shard is built from."""
+        out: dict[str, list[list[int]]] = OrderedDict()
+        for t in self.tensors:
+            ranges = out.setdefault(t.src.file, [])
+            if ranges and ranges[-1][1] == t.src.start:
+                ranges[-1][1] = t.src.end
+            else:
+                ranges.append([t.src.start, t.src.end])
+        return out
+
+
+@dataclass
+class Dim:
+    name: str
+    config_keys: tuple[str, ...]
+    before: int
+    after: int
+
+
+@dataclass
+class Plan:
+    """Everything a mirror needs, decided up front."""
+
+    source: Source
+    tp: int
+    config: dict
+    new_config: dict
+    adapter: Adapter
+    quant: QuantConfig
+    formats: list[str]
+    dims: list[Dim]
+    tensors: list[TensorPlan]
+    shards: list[ShardPlan]
+    files: dict[str, FileEntry]
+    weight_files: list[str]
+    copied_files: list[str]
+    skipped_files: list[str]
+    rank_table: list[dict]
+    vocab: dict
+    upstream_tp_values: list[int]
+    index_metadata: dict = field(default_factory=dict)
+
+    @property
+    def needs_padding(self) -> bool:
+        return any(d.before != d.after for d in self.dims)
+
+    @property
+    def bytes_in(self) -> int:
+        return sum(self.files[f].size for f in self.weight_files)
+
+    @property
+    def bytes_out(self) -> int:
+        return sum(s.size for s in self.shards)
+
+    def index_json(self) -> dict:
+        weight_map = {t.name: s.name for s in self.shards for t in s.tensors}
+        metadata = dict(self.index_metadata)
+        metadata["total_size"] = sum(t.nbytes for t in self.tensors)
+        return {"metadata": metadata, "weight_map": dict(sorted(weight_map.items()))}
+
+    def padded_groups(self) -> list[dict]:
+        """Padded tensors grouped by name pattern (layer index → *), for humans and the card."""
+        groups: dict[tuple, dict] = OrderedDict()
+        for t in self.tensors:
+            if not t.padded:
+                continue
+            pattern = re.sub(r"\.(\d+)\.", ".*.", t.name)
+            key = (pattern, t.src.shape, t.shape)
+            g = groups.setdefault(key, {"pattern": pattern, "before": list(t.src.shape), "after": list(t.shape),
+                                        "count": 0, "bytes_added": 0})
+            g["count"] += 1
+            g["bytes_added"] += t.nbytes - t.src.nbytes
+        return list(groups.values())
+
+    def to_json(self) -> dict:
+        """The plan as `hubpad plan --json` prints it (and the manifest reuses)."""
+        return {
+            "hubpad_version": __version__,
+            "format_version": FORMAT_VERSION,
+            "source": {"repo": self.source.label, "kind": self.source.kind, "revision": self.source.revision,
+                       "commit": self.source.commit},
+            "tp": self.tp,
+            "needs_padding": self.needs_padding,
+            "architecture": {"adapter": self.adapter.name, "model_type": self.config.get("model_type"),
+                             "architectures": self.config.get("architectures", [])},
+            "quantization": {"method": self.quant.method, "formats": self.formats,
+                             "weight_only_nvfp4": self.quant.weight_only_nvfp4},
+            "dims": [{"name": d.name, "config_key": d.config_keys[0] if d.config_keys else None,
+                      "config_keys": list(d.config_keys), "before": d.before, "after": d.after} for d in self.dims],
+            "config_changes": {k: [self.config.get(k), v] for k, v in self.new_config.items()
+                               if self.config.get(k) != v},
+            "changed_tensors": [{"name": t.name, "before": list(t.src.shape), "after": list(t.shape),
+                                 "bytes_added": t.nbytes - t.src.nbytes} for t in self.tensors if t.padded],
+            "tensors": {"total": len(self.tensors), "padded": sum(t.padded for t in self.tensors),
+                        "copied": sum(not t.padded for t in self.tensors), "padded_groups": self.padded_groups()},
+            "rank_table": self.rank_table,
+            "vocab": self.vocab,
+            "upstream_tp_values": self.upstream_tp_values,
+            "shards": [{"name": s.name, "size": s.size, "tensors": len(s.tensors),
+                        "sources": [{"file": f, "ranges": r} for f, r in s.source_ranges().items()]}
+                       for s in self.shards],
+            "files": {"weights": self.weight_files, "copied": self.copied_files, "skipped": self.skipped_files},
+            "bytes_in": self.bytes_in,
+            "bytes_out": self.bytes_out,
+        }

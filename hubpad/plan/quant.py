@@ -1,0 +1,222 @@
+"""Recognise how each linear layer is stored (BF16, FP8, NVFP4, int4) and how its tensors are padded.
+
+The quantization method comes from `config.json` / `hf_quant_config.json`; the per-layer layout is read
+from the tensors actually present in the headers, so a config that says one thing and a header that says
+another is an error, never a guess.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+from hubpad.errors import HubpadError
+from hubpad.formats.safetensors import TensorInfo
+
+FLOAT_DTYPES = {"BF16", "F16", "F32", "F64"}
+
+# The value written into every NEW scale cell of a padded quantized tensor: 1.0, finite and positive, so
+# no kernel that takes logs/exponents of scales (DeepGEMM UE8M0, Marlin's FP8-S0E5M3) sees 0, NaN or a sign.
+PAD_SCALE_VALUE = 1.0
+_ONE = {
+    "F32": struct.pack("<f", 1.0),
+    "F64": struct.pack("<d", 1.0),
+    "F16": struct.pack("<e", 1.0),
+    "BF16": struct.pack("<f", 1.0)[2:],
+    "F8_E4M3": b"\x38",
+    "F8_E8M0": b"\x7f",
+}
+# Unquantized layers have no block structure, but GEMM and grouped-GEMM kernels want 16-byte aligned rows
+# (torch's grouped_mm refuses anything else); 8 elements per rank keeps bf16 and fp32 rows aligned.
+DENSE_ALIGN = 8
+ZERO_NIBBLES_INT4 = b"\x88\x88\x88\x88"  # int4 stored with offset 8: eight zeros packed in one int32 word
+
+# Parameter suffixes that belong to a linear layer (`<module>.<suffix>`), and the single-value ones that
+# padding never touches (global / per-tensor / activation scales).
+LINEAR_SUFFIXES = (
+    "weight", "bias", "weight_scale", "weight_scale_inv", "weight_packed", "weight_global_scale",
+    "input_global_scale", "input_scale", "weight_scale_2", "weight_shape", "weight_zero_point",
+    "weight_g_idx", "output_scale", "k_scale", "v_scale",
+)
+SCALAR_SUFFIXES = {"weight_global_scale", "input_global_scale", "input_scale", "weight_scale_2", "output_scale",
+                   "k_scale", "v_scale"}
+
+
+def one_bytes(dtype: str) -> bytes:
+    """The pad scale value (1.0) encoded in a scale tensor's dtype."""
+    if dtype not in _ONE:
+        raise HubpadError(f"no pad scale value is defined for scale dtype {dtype}")
+    return _ONE[dtype]
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    """What the checkpoint's config says about quantization: method name, FP8 block and group sizes."""
+
+    method: str  # "none" | "compressed-tensors" | "modelopt" | "fp8"
+    fp8_blocks: tuple[tuple[int, int], ...] = ()
+    int4_groups: tuple[int, ...] = ()
+    weight_only_nvfp4: bool = False
+
+    @staticmethod
+    def read(config: dict, hf_quant_config: dict | None) -> "QuantConfig":
+        qc = config.get("quantization_config")
+        if qc is None and hf_quant_config is not None:
+            q = hf_quant_config.get("quantization", {})
+            return QuantConfig("modelopt", weight_only_nvfp4=q.get("quant_algo") == "W4A16_NVFP4")
+        if qc is None:
+            return QuantConfig("none")
+        method = qc.get("quant_method")
+        if method == "compressed-tensors":
+            blocks, groups = set(), set()
+            weight_only_fp4 = False
+            for name, group in (qc.get("config_groups") or {}).items():
+                w = (group or {}).get("weights") or {}
+                if w.get("num_bits") == 4 and w.get("type") == "float" and not (group or {}).get("input_activations"):
+                    weight_only_fp4 = True
+                if w.get("strategy") == "block" and w.get("block_structure"):
+                    blocks.add(tuple(int(x) for x in w["block_structure"]))
+                if w.get("num_bits") == 4 and w.get("type") == "int" and w.get("group_size"):
+                    groups.add(int(w["group_size"]))
+            return QuantConfig("compressed-tensors", tuple(sorted(blocks)), tuple(sorted(groups)), weight_only_fp4)
+        if method == "modelopt":
+            return QuantConfig("modelopt", weight_only_nvfp4=qc.get("quant_algo") == "W4A16_NVFP4")
+        if method == "fp8":
+            block = qc.get("weight_block_size")
+            return QuantConfig("fp8", (tuple(int(x) for x in block),) if block else ())
+        raise HubpadError(f"config.json: quantization method {method!r} is not supported")
+
+
+@dataclass(frozen=True)
+class LinearLayout:
+    """How one linear layer's weight is stored, and the per-rank alignment its kernels need.
+
+    `n_align`/`k_align` are what every TP rank's slice of the output (rows) / input (columns) dimension
+    must be a multiple of: FP8 block size, the Marlin tile (N%64, K%128) for NVFP4 and int4, int4 packing
+    and group size.
+    """
+
+    name: str  # dense | fp8-tensor | fp8-channel | fp8-block | nvfp4 | nvfp4-modelopt | int4
+    out_features: int
+    in_features: int
+    batch: tuple[int, ...] = ()  # leading dims of fused 3-D expert weights
+    block: tuple[int, int] | None = None
+    group: int | None = None
+
+    @property
+    def n_align(self) -> int:
+        if self.name == "fp8-block":
+            return self.block[0]
+        if self.name in ("nvfp4", "nvfp4-modelopt", "int4"):
+            return 64
+        if self.name in ("fp8-tensor", "fp8-channel"):
+            return 16
+        return DENSE_ALIGN
+
+    @property
+    def k_align(self) -> int:
+        if self.name == "fp8-block":
+            return self.block[1]
+        if self.name in ("nvfp4", "nvfp4-modelopt"):
+            return 128  # NVFP4 group 16, and Marlin (the non-Blackwell path) needs K % 128
+        if self.name == "int4":
+            return math.lcm(128, 8, self.group or 1)
+        if self.name in ("fp8-tensor", "fp8-channel"):
+            return 16
+        return DENSE_ALIGN
+
+    @property
+    def moe_align(self) -> int:
+        """Per-rank alignment of a routed expert's intermediate dim (fused-MoE kernels, not linear ones).
+
+        vLLM's Marlin MoE needs intermediate-per-rank % max(64, group); FP8-block needs whole blocks.
+        """
+        if self.name == "fp8-block":
+            return math.lcm(64, *self.block)
+        if self.name == "int4":
+            return math.lcm(64, 8, self.group or 1)
+        return 64
+
+    @property
+    def format_tag(self) -> str:
+        return {"dense": "bf16", "fp8-tensor": "fp8", "fp8-channel": "fp8", "fp8-block": "fp8",
+                "nvfp4": "nvfp4", "nvfp4-modelopt": "nvfp4", "int4": "int4"}[self.name]
+
+
+def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig) -> LinearLayout:
+    """Decide a linear layer's storage layout from its tensors (names, dtypes, shapes) and the config."""
+    has = set(params)
+    unknown = has - set(LINEAR_SUFFIXES)
+    if unknown:
+        raise HubpadError(f"tensor {module}.{sorted(unknown)[0]}: unknown parameter of a linear layer")
+
+    def shape(s: str) -> tuple[int, ...]:
+        return params[s].shape
+
+    if "weight_packed" in has and params["weight_packed"].dtype == "I32":
+        if "weight_shape" not in has or "weight_scale" not in has:
+            raise HubpadError(f"tensor {module}.weight_packed: int4 pack-quantized layer without weight_shape/weight_scale")
+        out_f, packed_cols = shape("weight_packed")[-2:]
+        in_f = packed_cols * 8
+        sc = shape("weight_scale")
+        group = None if sc[-1] == 1 else in_f // sc[-1]  # None: one scale per output channel
+        if sc[-1] != 1 and in_f % sc[-1]:
+            raise HubpadError(f"tensor {module}.weight_scale: shape {list(sc)} does not divide {in_f} input features")
+        return LinearLayout("int4", out_f, in_f, group=group)
+    if "weight_packed" in has:  # compressed-tensors NVFP4
+        _expect(module, params, "weight_packed", "U8")
+        _expect(module, params, "weight_scale", "F8_E4M3")
+        out_f, packed_cols = shape("weight_packed")[-2:]
+        layout = LinearLayout("nvfp4", out_f, packed_cols * 2, batch=shape("weight_packed")[:-2], group=16)
+        _check_grouped_scale(module, params["weight_scale"], layout, 16)
+        return layout
+    if "weight" not in has:
+        raise HubpadError(f"tensor {module}: linear layer without a weight tensor ({', '.join(sorted(has))})")
+    w = params["weight"]
+    if w.dtype == "U8" and "weight_scale_2" in has:  # ModelOpt NVFP4
+        _expect(module, params, "weight_scale", "F8_E4M3")
+        out_f, packed_cols = w.shape[-2:]
+        layout = LinearLayout("nvfp4-modelopt", out_f, packed_cols * 2, batch=w.shape[:-2], group=16)
+        _check_grouped_scale(module, params["weight_scale"], layout, 16)
+        return layout
+    if w.dtype in ("F8_E4M3", "F8_E5M2"):
+        scale_name = "weight_scale_inv" if "weight_scale_inv" in has else "weight_scale"
+        if scale_name not in has:
+            raise HubpadError(f"tensor {module}.weight: FP8 weight without weight_scale or weight_scale_inv")
+        out_f, in_f = w.shape[-2:]
+        batch = w.shape[:-2]
+        sc = params[scale_name].shape[len(batch):]
+        if math.prod(sc) == 1:
+            return LinearLayout("fp8-tensor", out_f, in_f, batch)
+        if tuple(sc) == (out_f, 1) or tuple(sc) == (out_f,):
+            return LinearLayout("fp8-channel", out_f, in_f, batch)
+        candidates = list(qcfg.fp8_blocks) or [(128, 128)]
+        for bn, bk in candidates:
+            if tuple(sc) == (-(-out_f // bn), -(-in_f // bk)):
+                return LinearLayout("fp8-block", out_f, in_f, batch, block=(bn, bk))
+        raise HubpadError(
+            f"tensor {module}.{scale_name}: shape {list(sc)} matches no FP8 scaling of a [{out_f}, {in_f}] weight "
+            f"(tensor, channel or block {candidates})"
+        )
+    if w.dtype in FLOAT_DTYPES:
+        if len(w.shape) == 1:
+            raise HubpadError(f"tensor {module}.weight: 1-D weight where a linear layer was expected")
+        extra = has - {"weight", "bias"}
+        if extra:
+            raise HubpadError(f"tensor {module}.{sorted(extra)[0]}: quantization parameter on an unquantized weight")
+        return LinearLayout("dense", w.shape[-2], w.shape[-1], w.shape[:-2])
+    raise HubpadError(f"tensor {module}.weight: dtype {w.dtype} is not a known weight format")
+
+
+def _expect(module: str, params: dict[str, TensorInfo], suffix: str, dtype: str) -> None:
+    if suffix not in params:
+        raise HubpadError(f"tensor {module}: NVFP4 layer without {suffix}")
+    if params[suffix].dtype != dtype:
+        raise HubpadError(f"tensor {module}.{suffix}: dtype {params[suffix].dtype}, expected {dtype} for NVFP4")
+
+
+def _check_grouped_scale(module: str, scale: TensorInfo, layout: LinearLayout, group: int) -> None:
+    want = (*layout.batch, layout.out_features, layout.in_features // group)
+    if scale.shape != want:
+        raise HubpadError(f"tensor {scale.name}: shape {list(scale.shape)}, expected {list(want)} for group {group}")

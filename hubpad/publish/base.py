@@ -1,0 +1,91 @@
+"""The publisher interface and the run summary: where a derivative goes, and what a run did."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hubpad.plan.model import Plan
+from hubpad.source.base import Source
+
+
+@dataclass
+class Summary:
+    """What a run did, for the final report and `--json`."""
+
+    target: str = ""
+    changed: bool = False
+    up_to_date: bool = False
+    commit: str | None = None
+    url: str | None = None
+    upstream_commit: str | None = None
+    shards_built: list[str] = field(default_factory=list)
+    shards_reused: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    bytes_written: int = 0
+    bytes_uploaded: int = 0
+    peak_disk: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Publisher(ABC):
+    """Where the derivative goes. Implementations: `LocalPublisher`, `HubPublisher`."""
+
+    label: str
+    stages: bool = False  # True when finished shards are kept durably before the publish (resume across runs)
+    repo_id: str  # the Hub id the card and recipe name (for a local target: where it would be uploaded)
+    summary: Summary
+
+    @abstractmethod
+    def prepare(self, plan: Plan) -> dict | None:
+        """Check the target can take this derivative; return its current manifest, if any."""
+
+    def find_reusable(self, planned: dict) -> dict | None:
+        """The entry of a shard with exactly these inputs already on the target (published or staged), if any."""
+        return None
+
+    @abstractmethod
+    def shard_path(self, name: str) -> Path:
+        """Where to write an output shard before handing it over."""
+
+    @abstractmethod
+    def put_shard(self, entry: dict, path: Path) -> None:
+        """Take a finished shard (its sha256 is in `entry`)."""
+
+    def keep_shard(self, entry: dict) -> None:
+        """Keep an already-present shard as it is."""
+
+    @abstractmethod
+    def put_file(self, path: str, data: bytes) -> None:
+        """Add a small generated file (config, index, card, manifest)."""
+
+    @abstractmethod
+    def copy_file(self, source: Source, path: str) -> dict:
+        """Copy an unchanged upstream file; return {size, sha256 or oid} for the manifest."""
+
+    @abstractmethod
+    def publish(self, manifest: dict) -> None:
+        """Make everything visible at once."""
+
+    def abort(self) -> None:
+        """Undo whatever is not yet published."""
+
+    def settle_published(self) -> None:
+        """The target is up to date: finish what a run that published, then stopped, left undone (Hub: tag)."""
+
+    def mark_verified(self, entries: list[dict]) -> None:
+        """Record that staged shards' inputs are now fully verified (Hub staging only)."""
+
+    def target_info(self) -> dict:
+        return {"repo": self.label, "kind": "local"}
+
+    def published_revision(self) -> str | None:
+        """What the recipe pins (`model_revision`): a tag on the publish commit for the Hub, nothing locally."""
+        return None
+
+    def existing_readme(self) -> str | None:
+        return None

@@ -1,0 +1,341 @@
+"""Publish to a Hub repo: shards staged one commit at a time on a branch, then ONE commit on the target branch.
+
+Staging makes every finished shard durable on the Hub as soon as it exists (a killed run resumes from the
+staging manifest), while readers of the target branch never see a half-updated repo: the publish commit
+copies the staged shards server-side and adds the small files, guarded by `parent_commit`. The published
+commit is then tagged, so the recipe's `model_revision` pins exactly the weights it was rendered for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from hubpad import FORMAT_VERSION
+from hubpad.errors import HubpadError
+from hubpad.formats.manifest import dumps, same_build
+from hubpad.formats.names import MANIFEST
+from hubpad.plan.model import Plan
+from hubpad.publish.base import Publisher, Summary
+from hubpad.source.base import Source
+from hubpad.source.hub_api import api_for, hub_errors, read_repo_file, whoami_name
+from hubpad.util.hashing import file_sha256
+from hubpad.util.log import log
+from hubpad.util.refs import derive_target
+from hubpad.util.sizes import human
+
+STAGING_BRANCH = "hubpad-staging"
+# One small record per staged shard (not one shared file), so parallel part jobs never overwrite each other.
+STAGING_DIR = ".hubpad-staging"
+
+
+def default_target(source: Source, tp: int, api) -> str:
+    """`<token's user>/<upstream name>-TP<N>`, named as the mirrors file names it."""
+
+    return derive_target(source.label, tp, whoami_name(api))
+
+
+def release_tag(upstream_commit: str | None, tp: int) -> str:
+    """The tag that pins a published derivative commit (the recipe's model_revision)."""
+    return f"hubpad-tp{tp}-{(upstream_commit or 'local')[:12]}"
+
+
+class HubPublisher(Publisher):
+    """Stages shards on `hubpad-staging` of `repo_id`, then publishes with one commit on `branch`."""
+
+    stages = True
+
+    def __init__(self, api, repo_id: str, *, branch: str = "main", force: bool = False, private: bool = False,
+                 workdir: str | os.PathLike[str] | None = None, max_disk: int | None = None) -> None:
+        if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+            raise HubpadError(f"{repo_id!r} is not a Hub repo id (namespace/name)")
+        self.api, self.repo_id, self.label, self.branch = api, repo_id, repo_id, branch
+        self.force, self.private, self.max_disk = force, private, max_disk
+        self.summary = Summary()
+        self._own_workdir = workdir is None
+        self.workdir = Path(tempfile.mkdtemp(prefix="hubpad-")) if workdir is None else Path(workdir)
+        self.base_commit: str | None = None
+        self.existing: dict | None = None
+        self.staged: dict[str, dict] = {}
+        self.files: dict[str, bytes] = {}
+        self.copies: list = []
+        self.kept_from_staging: list[str] = []
+        self.kept_from_target: list[str] = []
+        self.built: list[str] = []
+        self.existing_files: set[str] = set()
+        self.plan: Plan | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload")
+        self._pending: Future | None = None
+        self._disk_lock = threading.Lock()
+        self._on_disk = 0
+
+    @classmethod
+    def for_target(cls, source: Source, dst: str | None, tp: int, **kw) -> "HubPublisher":
+        api = api_for()
+        return cls(api, dst or default_target(source, tp, api), **kw)
+
+    # ------------------------------------------------------------------------------------------ setup
+
+    def prepare(self, plan: Plan) -> dict | None:
+        from huggingface_hub import errors as e
+
+        self.plan = plan
+        biggest = max(s.size for s in plan.shards)
+        if self.max_disk is not None and biggest > self.max_disk:
+            raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
+                              f"({human(biggest)}); lower --shard-size or raise --max-disk")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            info = self.api.model_info(self.repo_id, revision=self.branch)
+        except e.RepositoryNotFoundError:
+            info = None
+        except e.RevisionNotFoundError:
+            raise HubpadError(f"target {self.repo_id}: branch {self.branch!r} does not exist") from None
+        if info is None:
+            with hub_errors(f"target {self.repo_id}: create"):
+                self.api.create_repo(self.repo_id, private=self.private, exist_ok=True)
+                info = self.api.model_info(self.repo_id, revision=self.branch)
+            log(f"created {'private' if self.private else 'public'} repo {self.repo_id}")
+        self.base_commit = info.sha
+        self.existing_files = {s.rfilename for s in info.siblings or []}
+        if MANIFEST in self.existing_files:
+            self.existing = json.loads(self._download(MANIFEST, self.base_commit))
+        elif self.existing_files - {".gitattributes"} and not self.force:
+            raise HubpadError(f"target {self.repo_id} already has files and no {MANIFEST}: hubpad did not create it "
+                              f"(use --force to publish into it anyway; hubpad never deletes files it did not create)")
+        self._load_staging()
+        return self.existing
+
+    def _download(self, path: str, revision: str) -> bytes:
+        data = read_repo_file(self.api, self.repo_id, path, revision)
+        if data is None:
+            raise HubpadError(f"target {self.repo_id}: {path} not found at {revision}")
+        return data
+
+    def _load_staging(self) -> None:
+        """Read what earlier (interrupted, or parallel part) runs staged; create the staging branch if needed."""
+        from huggingface_hub import errors as e
+
+        with hub_errors(f"target {self.repo_id}: refs"):
+            refs = self.api.list_repo_refs(self.repo_id)
+        if not any(b.name == STAGING_BRANCH for b in refs.branches):
+            try:
+                self.api.create_branch(self.repo_id, branch=STAGING_BRANCH, revision=self.base_commit, exist_ok=True)
+            except e.HfHubHTTPError:
+                with hub_errors(f"target {self.repo_id}: create branch {STAGING_BRANCH}"):
+                    raise
+            return
+        self.refresh_staged()
+        if self.staged:
+            log(f"resuming: {len(self.staged)} shard(s) already staged on {STAGING_BRANCH}")
+
+    def refresh_staged(self) -> None:
+        """Reload the per-shard staging records (valid only for this format version and tp)."""
+        from huggingface_hub import errors as e
+
+        try:
+            entries = list(self.api.list_repo_tree(self.repo_id, path_in_repo=STAGING_DIR, revision=STAGING_BRANCH))
+        except e.EntryNotFoundError:
+            entries = []
+        except e.HfHubHTTPError:
+            with hub_errors(f"target {self.repo_id}: read {STAGING_BRANCH}"):
+                raise
+        staged = {}
+        for item in entries:
+            if not item.path.endswith(".json"):
+                continue
+            try:
+                record = json.loads(self._download(item.path, STAGING_BRANCH))
+            except (HubpadError, ValueError):
+                continue
+            if same_build(record, self.plan.tp):
+                staged[record["shard"]["name"]] = record["shard"]
+        self.staged = staged
+
+    # ------------------------------------------------------------------------------------------ shards
+
+    def find_reusable(self, planned: dict) -> dict | None:
+        name, inputs = planned["name"], planned["inputs"]
+        for entry in (self.existing or {}).get("shards", []):
+            if entry["name"] == name and entry.get("inputs") == inputs and name in self.existing_files:
+                self.kept_from_target.append(name)
+                return dict(entry)
+        entry = self.staged.get(name)
+        if entry and entry.get("inputs") == inputs:
+            self.kept_from_staging.append(name)
+            return dict(entry)
+        return None
+
+    def shard_path(self, name: str) -> Path:
+        # Budget: with room for two shards, shard k+1 is padded while shard k uploads; otherwise wait.
+        size = next(s.size for s in self.plan.shards if s.name == name)
+        if self._pending is not None and (self.max_disk is None or self._on_disk + size > self.max_disk):
+            self._wait_upload()
+        with self._disk_lock:
+            self._on_disk += size
+            self.summary.peak_disk = max(self.summary.peak_disk, self._on_disk)
+        return self.workdir / name
+
+    def put_shard(self, entry: dict, path: Path) -> None:
+        self._wait_upload()  # at most one upload in flight; staging commits stay in order
+        self._pending = self._pool.submit(self._stage, dict(entry), path)
+        self.built.append(entry["name"])
+
+    def _wait_upload(self) -> None:
+        if self._pending is not None:
+            future, self._pending = self._pending, None
+            future.result()
+
+    def _record(self, entry: dict) -> tuple[str, bytes]:
+        record = {"format_version": FORMAT_VERSION, "tp": self.plan.tp, "upstream": self.plan.source.label,
+                  "upstream_commit": self.plan.source.commit, "shard": entry}
+        return f"{STAGING_DIR}/{entry['name']}.json", dumps(record).encode()
+
+    def _stage(self, entry: dict, path: Path) -> None:
+        """Upload one shard to the staging branch together with its staging record, in one commit."""
+        from huggingface_hub import CommitOperationAdd
+
+        try:
+            op = CommitOperationAdd(path_in_repo=entry["name"], path_or_fileobj=str(path))
+            op.upload_info.sha256 = bytes.fromhex(entry["sha256"])  # hashed while writing: the file is read once
+            record_path, record = self._record(entry)
+            with hub_errors(f"target {self.repo_id}: stage {entry['name']}"):
+                self.api.create_commit(self.repo_id, [op, CommitOperationAdd(record_path, record)],
+                                       revision=STAGING_BRANCH, commit_message=f"hubpad: stage {entry['name']}")
+            self.staged[entry["name"]] = entry
+            self.summary.bytes_uploaded += entry["size"]
+        finally:
+            size = path.stat().st_size if path.exists() else 0
+            path.unlink(missing_ok=True)
+            with self._disk_lock:
+                self._on_disk -= size
+
+    def settle_published(self) -> None:
+        """Up to date: a run that made the publish commit but stopped before tagging it (or before dropping the
+        staging branch) is finished here, so the recipe's model_revision tag exists."""
+        tag = self.published_revision()
+        with hub_errors(f"target {self.repo_id}: refs"):
+            refs = self.api.list_repo_refs(self.repo_id)
+        if tag not in {t.name for t in refs.tags}:
+            with hub_errors(f"target {self.repo_id}: tag {tag}"):
+                self.api.create_tag(self.repo_id, tag=tag, revision=self.base_commit, exist_ok=True)
+            log(f"tagged {self.repo_id}@{self.base_commit[:12]} as {tag} (an earlier run stopped before it)")
+        if any(b.name == STAGING_BRANCH for b in refs.branches):
+            with hub_errors(f"target {self.repo_id}: delete {STAGING_BRANCH}"):
+                self.api.delete_branch(self.repo_id, branch=STAGING_BRANCH)
+
+    def mark_verified(self, entries: list[dict]) -> None:
+        """After a stage-only run: record that the staged shards' upstream files were fully hashed and matched."""
+        from huggingface_hub import CommitOperationAdd
+
+        self._wait_upload()
+        ops = []
+        for entry in entries:
+            if entry["name"] in self.built and not self.staged.get(entry["name"], {}).get("verified"):
+                ops.append(CommitOperationAdd(*self._record(entry)))
+        if ops:
+            with hub_errors(f"target {self.repo_id}: stage records"):
+                self.api.create_commit(self.repo_id, ops, revision=STAGING_BRANCH,
+                                       commit_message="hubpad: staged shards verified")
+
+    # ------------------------------------------------------------------------------------------ files
+
+    def put_file(self, path: str, data: bytes) -> None:
+        self.files[path] = data
+
+    def existing_readme(self) -> str | None:
+        if self.existing is not None and "README.md" in self.existing_files:
+            return self._download("README.md", self.base_commit).decode("utf-8", errors="replace")
+        return None
+
+    def copy_file(self, source: Source, path: str) -> dict:
+        """Server-side copy from an upstream Hub repo; a local upstream's file is uploaded."""
+        from huggingface_hub import CommitOperationAdd, CommitOperationCopy
+
+        entry = source.files()[path]
+        if source.kind == "hub":
+            self.copies.append(CommitOperationCopy(src_path_in_repo=path, path_in_repo=path,
+                                                   src_revision=source.commit, src_repo_id=source.repo_id,
+                                                   src_repo_type="model"))
+            record = {"size": entry.size}
+            if entry.sha256:
+                record["sha256"] = entry.sha256
+            elif getattr(source, "git_oids", {}).get(path):
+                record["git_oid"] = source.git_oids[path]
+            return record
+
+        local = source.local_path(path)
+        self.copies.append(CommitOperationAdd(path_in_repo=path, path_or_fileobj=str(local)))
+        return {"size": entry.size, "sha256": file_sha256(local)}
+
+    def target_info(self) -> dict:
+        return {"repo": self.repo_id, "kind": "hub", "branch": self.branch}
+
+    def published_revision(self) -> str:
+        return release_tag(self.plan.source.commit, self.plan.tp)
+
+    # ------------------------------------------------------------------------------------------ publish
+
+    def publish(self, manifest: dict) -> None:
+        from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete
+        from huggingface_hub import errors as e
+
+        self._wait_upload()
+        names = [s["name"] for s in manifest["shards"]]
+        ops: list = []
+        for name in names:
+            if name in self.built or name in self.kept_from_staging:
+                ops.append(CommitOperationCopy(src_path_in_repo=name, path_in_repo=name, src_revision=STAGING_BRANCH))
+        ops += self.copies
+        for path, data in self.files.items():
+            ops.append(CommitOperationAdd(path_in_repo=path, path_or_fileobj=data))
+        keep = set(names) | set(self.files) | {op.path_in_repo for op in self.copies}
+        ours = set()
+        if self.existing:
+            ours |= {s["name"] for s in self.existing.get("shards", [])}
+            ours |= set(self.existing.get("files", {}).get("copied", []))
+            ours |= set(self.existing.get("files", {}).get("generated", []))
+        for path in sorted((ours & self.existing_files) - keep):
+            ops.append(CommitOperationDelete(path_in_repo=path))  # only files hubpad itself published before
+        upstream = manifest["upstream"]
+        message = f"hubpad: pad {upstream['repo']}@{(upstream.get('commit') or 'local')[:12]} for TP={manifest['tp']}"
+        try:
+            info = self.api.create_commit(self.repo_id, ops, revision=self.branch, parent_commit=self.base_commit,
+                                          commit_message=message,
+                                          commit_description=f"{len(self.built)} shard(s) built, "
+                                                             f"{len(self.kept_from_target) + len(self.kept_from_staging)}"
+                                                             f" reused. Provenance in {MANIFEST}.")
+        except e.HfHubHTTPError as exc:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            if status in (409, 412):
+                raise HubpadError(f"target {self.repo_id} changed while this run was publishing (another publisher?):"
+                                  f" nothing was published; staged shards are kept, re-run to retry") from None
+            with hub_errors(f"target {self.repo_id}: publish"):
+                raise
+        self.summary.commit = info.oid
+        self.summary.url = info.commit_url
+        tag = self.published_revision()
+        with hub_errors(f"target {self.repo_id}: tag {tag}"):
+            self.api.create_tag(self.repo_id, tag=tag, revision=info.oid, exist_ok=True)
+        with hub_errors(f"target {self.repo_id}: delete {STAGING_BRANCH}"):
+            self.api.delete_branch(self.repo_id, branch=STAGING_BRANCH)
+        log(f"published {self.repo_id}@{info.oid[:12]} (tag {tag})")
+        self._cleanup()
+
+    def abort(self) -> None:
+        """Staged shards stay on the staging branch for the next run; local scratch files go."""
+        try:
+            self._wait_upload()
+        except BaseException:
+            pass
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        self._pool.shutdown(wait=True)
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)

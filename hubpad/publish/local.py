@@ -1,0 +1,101 @@
+"""Publish to a local directory: build in a temp dir beside DST, then swap it in with renames.
+
+A run that fails or is killed leaves only a `.<name>.hubpad-tmp-*` folder, never a DST that looks done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from hubpad.errors import HubpadError
+from hubpad.formats.names import MANIFEST
+from hubpad.plan.model import Plan
+from hubpad.publish.base import Publisher, Summary
+from hubpad.source.base import Source
+
+
+class LocalPublisher(Publisher):
+    """Writes the derivative into `dst` atomically (as far as one rename allows)."""
+
+    def __init__(self, dst: str | os.PathLike[str], force: bool = False, repo_id: str | None = None) -> None:
+        self.dst = Path(dst).absolute()
+        self.label = str(dst)
+        self.repo_id = repo_id or f"local/{self.dst.name}"
+        self.force = force
+        self.summary = Summary()
+        self.tmp: Path | None = None
+
+    def prepare(self, plan: Plan) -> dict | None:
+        existing = None
+        if self.dst.exists():
+            if not self.dst.is_dir():
+                raise HubpadError(f"{self.label}: exists and is not a directory")
+            manifest = self.dst / MANIFEST
+            if manifest.is_file():
+                existing = json.loads(manifest.read_text())
+            elif any(self.dst.iterdir()) and not self.force:
+                raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to replace it)")
+        if plan.source.kind == "local" and Path(plan.source.label).absolute() == self.dst:
+            raise HubpadError(f"{self.label}: destination is the source")
+        self.dst.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.dst.parent / f".{self.dst.name}.hubpad-tmp-{os.getpid()}"
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)
+        self.tmp.mkdir()
+        return existing
+
+    def shard_path(self, name: str) -> Path:
+        return self.tmp / name
+
+    def put_shard(self, entry: dict, path: Path) -> None:
+        self._track_disk()
+
+    def put_file(self, path: str, data: bytes) -> None:
+        target = self.tmp / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def existing_readme(self) -> str | None:
+        readme = self.dst / "README.md"
+        return readme.read_text(errors="replace") if (self.dst / MANIFEST).is_file() and readme.is_file() else None
+
+    def copy_file(self, source: Source, path: str) -> dict:
+        """Copy an unchanged file, hashing it on the way (its hash goes into the manifest)."""
+        target = self.tmp / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        h = hashlib.sha256()
+        size = source.files()[path].size
+        with open(target, "wb") as out:
+            for chunk in source.stream(path, 0, size):
+                h.update(chunk)
+                out.write(chunk)
+        expected = source.files()[path].sha256
+        if expected and expected != h.hexdigest():
+            raise HubpadError(f"{source.label}/{path}: sha256 mismatch while copying")
+        return {"size": size, "sha256": h.hexdigest()}
+
+    def publish(self, manifest: dict) -> None:
+        old = None
+        if self.dst.exists():
+            old = self.dst.parent / f".{self.dst.name}.hubpad-old-{os.getpid()}"
+            os.rename(self.dst, old)
+        os.rename(self.tmp, self.dst)
+        self.tmp = None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        self.summary.url = str(self.dst)
+
+    def abort(self) -> None:
+        if self.tmp is not None and self.tmp.exists():
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp = None
+
+    def _track_disk(self) -> None:
+        used = sum(p.stat().st_size for p in self.tmp.rglob("*") if p.is_file())
+        self.summary.peak_disk = max(self.summary.peak_disk, used)
+
+

@@ -1,0 +1,73 @@
+"""`hubpad check`: is a derivative up to date with its upstream? Hub API calls only, no tensor bytes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hubpad.errors import HubpadError
+from hubpad.formats.manifest import is_fresh, recorded_upstream
+from hubpad.formats.mirrors_file import load_mirrors
+from hubpad.formats.names import MANIFEST
+from hubpad.source.hub_api import api_for, hub_errors, read_repo_file, whoami_name
+from hubpad.source.local import local_digest
+from hubpad.util.refs import derive_target, is_local
+
+
+def _upstream_sha(src: str, revision: str | None) -> str:
+
+    if is_local(src):
+        return local_digest(Path(src).expanduser())
+
+    with hub_errors(f"upstream {src}@{revision or 'main'}"):
+        return api_for().model_info(src, revision=revision or "main").sha
+
+
+def _recorded(target: str) -> dict | None:
+
+    if is_local(target):
+        p = Path(target).expanduser() / MANIFEST
+        return json.loads(p.read_text()) if p.is_file() else None
+
+    data = read_repo_file(api_for(), target, MANIFEST)
+    return json.loads(data) if data else None
+
+
+def check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
+    """Status of one mirror: "missing", "up-to-date" or "stale", with the shas compared."""
+
+    if dst is None:
+        if is_local(src):
+            raise HubpadError("--to is required when SRC is a local directory")
+
+        dst = derive_target(src, tp, whoami_name(api_for()))
+    upstream_sha = _upstream_sha(src, revision)
+    manifest = _recorded(dst)
+    recorded = recorded_upstream(manifest) if manifest else None
+    if manifest is None:
+        status = "missing"
+    else:
+        status = "up-to-date" if is_fresh(manifest, tp, upstream_sha) else "stale"
+    return {"upstream": src, "target": dst, "tp": tp, "revision": revision, "status": status,
+            "changed": status != "up-to-date", "upstream_sha": upstream_sha, "recorded_sha": recorded}
+
+
+def check_many(config_file: str, only_upstream: str | None = None, target: str | None = None) -> dict:
+    """Check every mirror of a mirrors file (optionally only those of one upstream / target)."""
+
+    namespace = None
+    specs = load_mirrors(config_file)
+    if any(s.target is None or s.target_kind == "hub" for s in specs):
+
+        namespace = whoami_name(api_for())
+        specs = load_mirrors(config_file, namespace=namespace)
+    mirrors = []
+    for spec in specs:
+        resolved = spec.resolved_target(namespace)
+        if only_upstream and spec.upstream != only_upstream:
+            continue
+        if target and resolved.casefold() != target.casefold():
+            continue
+        m = check_one(spec.upstream, resolved, spec.tp, spec.revision)
+        mirrors.append(m)
+    return {"mirrors": mirrors, "changed": any(m["changed"] for m in mirrors)}

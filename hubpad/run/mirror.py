@@ -1,0 +1,281 @@
+"""One mirror run: source → plan → pad → writer → publisher.
+
+The publisher decides where bytes land (a local temp dir, or a Hub staging branch) and makes the result
+visible in one step at the end. This module only sequences the work and keeps the books (bytes moved,
+peak disk, which shards were reused). How progress is shown is the caller's business (`RunHooks`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ContextManager, Protocol
+
+from hubpad.errors import ConfigError, HubpadError
+from hubpad.formats.manifest import dumps, is_fresh
+from hubpad.formats.names import INDEX, MANIFEST
+from hubpad.plan.model import Plan, ShardPlan
+from hubpad.publish.base import Publisher, Summary
+from hubpad.run.derivative import derivative_files
+from hubpad.source.base import VerifiedReader
+from hubpad.util.hashing import bytes_sha256, digest_of, file_sha256
+from hubpad.util.log import log
+from hubpad.util.sizes import human
+from hubpad.write.manifest import build_manifest, config_json, shard_entry, shard_inputs_key
+from hubpad.write.pad import build_shard
+
+
+class ProgressSink(Protocol):
+    def update(self, n: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _NoProgress:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class RunHooks:
+    """How a run shows itself: a progress sink per shard, and a collapsible log group per shard (Actions)."""
+
+    progress: Callable[[str, int], ProgressSink] = lambda label, total: _NoProgress()
+    group: Callable[[str], ContextManager[None]] = lambda title: contextlib.nullcontext()
+
+
+@dataclass
+class _Inputs:
+    """Upstream files being read forward and hashed, and the sha256 of those read to the end."""
+
+    plan: Plan
+    summary: Summary
+    readers: dict[str, VerifiedReader] = field(default_factory=dict)
+    verified: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.last_use = {t.src.file: i for i, s in enumerate(self.plan.shards) for t in s.tensors}
+
+    def reader(self, file: str) -> VerifiedReader:
+        if file not in self.readers:
+            self.readers[file] = VerifiedReader(self.plan.source, self.plan.files[file])
+        return self.readers[file]
+
+    def finish(self, upto_shard: int | None) -> None:
+        """Read to the end (and check) every file no shard after `upto_shard` needs (None: all of them)."""
+        for file, r in list(self.readers.items()):
+            if file not in self.verified and (upto_shard is None or self.last_use[file] <= upto_shard):
+                self.verified[file] = r.finish()
+                self.summary.bytes_read += r.bytes_read
+
+    def restart(self, shard: ShardPlan) -> None:
+        """Fresh readers for a shard's files: its ranges are read again from the start."""
+        for f in shard.source_ranges():
+            self.summary.bytes_read += self.readers.pop(f).bytes_read
+
+
+def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None = None,
+               serving_overrides: dict | None = None, only: set[str] | None = None,
+               publish_only: bool = False, hooks: RunHooks | None = None) -> Summary:
+    """Build and publish the padded derivative described by `plan`.
+
+    `only`: stage just these shards and stop (one part of a fan-out). `publish_only`: build nothing; every
+    shard must already be staged or published (the fan-out's final step).
+
+    Raises ConfigError when the plan needs no padding, and any HubpadError of the source or publisher; on
+    any failure nothing is published (`publisher.abort()`).
+    """
+    started = time.monotonic()
+    hooks = hooks or RunHooks()
+    summary = _start_summary(plan, publisher)
+    existing = publisher.prepare(plan)
+    if is_fresh(existing, plan.tp, plan.source.commit, plan.source.label, [s.name for s in plan.shards]):
+        return _settle_up_to_date(plan, publisher, existing)
+    upstream_sha = _upstream_hashes(plan, publisher, existing)
+    inputs = _Inputs(plan, summary)
+    try:
+        entries = _build_or_reuse_shards(plan, publisher, inputs, upstream_sha, only, publish_only, hooks)
+        inputs.finish(None)
+        if only is not None:
+            return _finish_part(publisher, entries, summary, started)
+        _record_verified_inputs(plan, entries, inputs.verified, upstream_sha)
+        manifest = _write_generated_files(plan, publisher, entries, inputs.verified, templates_dir,
+                                          serving_overrides)
+        publisher.publish(manifest)
+    except BaseException:
+        publisher.abort()
+        raise
+    summary.changed = True
+    summary.seconds = time.monotonic() - started
+    _log_done(summary)
+    return summary
+
+
+def _start_summary(plan: Plan, publisher: Publisher) -> Summary:
+    summary = publisher.summary
+    summary.target = publisher.label
+    summary.upstream_commit = plan.source.commit
+    if not plan.needs_padding:
+        raise ConfigError(f"{plan.source.label} already shards at tp={plan.tp}; nothing to pad "
+                          f"(stock TP values that work: {plan.upstream_tp_values})")
+    return summary
+
+
+def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summary:
+    summary = publisher.summary
+    summary.up_to_date = True
+    summary.commit = existing.get("published_commit")
+    publisher.settle_published()
+    publisher.abort()
+    log(f"{publisher.label} is up to date with {plan.source.label}@{(plan.source.commit or '')[:12]}; nothing to do")
+    return summary
+
+
+def _upstream_hashes(plan: Plan, publisher: Publisher, existing: dict | None) -> dict[str, str | None]:
+    """The sha256 of each upstream weight file, as far as known before reading (the Hub lists them)."""
+    source = plan.source
+    if source.kind == "local" and (publisher.stages or (existing or {}).get("shards")):
+        # Staged or published shards can only be matched to a local upstream by content: hash the local files
+        # first (a local read pass is cheap next to rebuilding and re-uploading), so records made now and
+        # on a resumed run agree.
+        return {f: file_sha256(source.local_path(f)) for f in plan.weight_files}
+    return {f: plan.files[f].sha256 for f in plan.weight_files}
+
+
+def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, upstream_sha: dict,
+                           only: set[str] | None, publish_only: bool, hooks: RunHooks) -> list[dict]:
+    """Each output shard in order: kept when the target already has it with the same inputs, else built."""
+    summary, entries = inputs.summary, []
+    for i, shard in enumerate(plan.shards):
+        if only is not None and shard.name not in only:
+            continue
+        found = _reusable(shard, publisher, inputs, upstream_sha, publish_only)
+        if found is not None:
+            publisher.keep_shard(found)
+            summary.shards_reused.append(shard.name)
+            entries.append(found)
+            inputs.finish(i)
+            continue
+        with hooks.group(f"{shard.name} ({human(shard.size)})"):
+            path = publisher.shard_path(shard.name)
+            progress = hooks.progress(shard.name, shard.size)
+            digest = build_shard(shard, inputs.reader, path, on_bytes=progress.update)
+            progress.close()
+            inputs.finish(i)
+        summary.bytes_written += shard.size
+        entry = shard_entry(shard, digest, {f: inputs.verified.get(f, upstream_sha.get(f)) for f in upstream_sha})
+        entry["verified"] = all(f in inputs.verified for f in shard.source_ranges())
+        publisher.put_shard(entry, path)
+        summary.shards_built.append(shard.name)
+        entries.append(entry)
+    return entries
+
+
+def _reusable(shard: ShardPlan, publisher: Publisher, inputs: _Inputs, upstream_sha: dict,
+              publish_only: bool) -> dict | None:
+    """The target's entry for this exact shard, if it has one whose bytes can be trusted."""
+    planned = shard_entry(shard, "", upstream_sha)
+    known = all(upstream_sha.get(f) for f in shard.source_ranges())
+    found = publisher.find_reusable(planned) if known else None
+    if found is None and publish_only:
+        raise HubpadError(f"{shard.name} is not staged on {publisher.label}: a part run is missing or "
+                          f"failed; run its `hubpad mirror ... --part i/K` first (nothing was published)")
+    if found is not None and not found.get("verified", True):
+        # Staged by a run that stopped before it had hashed all of this shard's inputs: the bytes it was
+        # built from were never checked (a corrupted download is caught only by the file's hash). Rebuild
+        # it from inputs read and hashed now, hash only, and keep the staged copy only if it is identical.
+        if build_shard(shard, inputs.reader, None) != found.get("sha256"):
+            log(f"warning: staged {shard.name} does not match its upstream bytes (an earlier run read "
+                f"corrupted bytes?); building it again")
+            inputs.restart(shard)
+            return None
+    return found
+
+
+def _finish_part(publisher: Publisher, entries: list[dict], summary: Summary, started: float) -> Summary:
+    """One part of a fan-out: its shards are staged and verified; the publish comes later."""
+    for entry in entries:
+        entry["verified"] = True
+    publisher.mark_verified(entries)
+    publisher.abort()
+    summary.changed = bool(summary.shards_built)
+    summary.seconds = time.monotonic() - started
+    log(f"staged {len(summary.shards_built)} shard(s), {len(summary.shards_reused)} already staged")
+    return summary
+
+
+def _record_verified_inputs(plan: Plan, entries: list[dict], verified: dict[str, str], upstream_sha: dict) -> None:
+    """Local sources learn their hashes only while read: fix up the entries' recorded inputs."""
+    full = {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha}
+    for shard, entry in zip(plan.shards, entries):
+        entry["verified"] = True
+        entry["inputs"] = shard_inputs_key(shard, full)
+        for src in entry["sources"]:
+            src["sha256"] = full.get(src["file"])
+
+
+def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict], verified: dict[str, str],
+                           templates_dir: Path | None, serving_overrides: dict | None) -> dict:
+    """Copy the other upstream files, then write config, index, card, recipe, patch and hubpad.json."""
+    upstream_files = _upstream_file_records(plan, publisher, verified)
+    generated = ["config.json", INDEX, MANIFEST]
+    manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated,
+                              _serving(plan, serving_overrides))
+    if plan.source.kind == "local":
+        manifest["upstream"]["digest"] = _local_digest(plan, upstream_files)
+    publisher.put_file("config.json", config_json(plan).encode())
+    publisher.put_file(INDEX, dumps(plan.index_json()).encode())
+    card_files = derivative_files(plan, manifest, publisher, templates_dir, warn=False)
+    # The card lists the generated files, itself included: render again once that list is known, so a
+    # later `hubpad card` refresh renders exactly the same text.
+    manifest["files"]["generated"] = sorted(set(generated) | set(card_files))
+    for path, text in derivative_files(plan, manifest, publisher, templates_dir).items():
+        publisher.put_file(path, text.encode())
+    publisher.put_file(MANIFEST, dumps(manifest).encode())
+    return manifest
+
+
+def _upstream_file_records(plan: Plan, publisher: Publisher, verified: dict[str, str]) -> dict[str, dict]:
+    """{path: {size, sha256}} of every upstream file the derivative is built from or carries."""
+    files, records = plan.files, {}
+    for f in plan.weight_files:
+        records[f] = {"size": files[f].size, "sha256": verified.get(f, files[f].sha256)}
+    for path in plan.copied_files:
+        records[path] = publisher.copy_file(plan.source, path)
+    for path in ("config.json", INDEX, "README.md"):
+        if path in files:
+            records[path] = {"size": files[path].size,
+                             "sha256": files[path].sha256 or bytes_sha256(plan.source.read_file(path))}
+    return records
+
+
+def _local_digest(plan: Plan, upstream_files: dict[str, dict]) -> str:
+    """The content digest a local upstream is known by (what `hubpad check` compares)."""
+    hashes = {f: e["sha256"] for f, e in upstream_files.items() if e.get("sha256")}
+    for f in plan.files:
+        if f not in hashes:
+            hashes[f] = file_sha256(plan.source.local_path(f))
+    return digest_of(hashes)
+
+
+def _serving(plan: Plan, overrides: dict | None) -> dict:
+    """The family's vLLM serving flags, with what the format needs and the mirrors file's overrides."""
+    serving = dict(plan.adapter.serving(plan.config))
+    serving["upstream_tp_values"] = plan.upstream_tp_values
+    if plan.quant.weight_only_nvfp4:  # W4A16 NVFP4 experts: GB10 (sm_121) serves them with Marlin MoE kernels
+        serving["extra_args"] = [*serving.get("extra_args", []), "--moe-backend", "marlin"]
+    serving.update(overrides or {})
+    return serving
+
+
+def _log_done(summary: Summary) -> None:
+    log(f"done in {summary.seconds:.1f}s: {len(summary.shards_built)} shard(s) built, {len(summary.shards_reused)} "
+        f"reused; {human(summary.bytes_read)} read, {human(summary.bytes_written)} written, "
+        f"{human(summary.bytes_uploaded)} uploaded, peak disk {human(summary.peak_disk)}"
+        + (f"; commit {summary.url}" if summary.url and summary.commit else ""))

@@ -1,0 +1,216 @@
+"""`hubpad verify SRC DST`: prove DST is SRC padded losslessly, reading both front to back.
+
+The byte checks do not trust the padder: original bytes must sit in place in DST, padded weight/code
+regions must be exactly zero (int4: the offset-zero nibble 0x8), padded scale cells must decode to finite
+positive numbers, and every shard must hash to what `hubpad.json` records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+from collections.abc import Iterator
+
+from hubpad.errors import HubpadError
+from hubpad.formats.names import INDEX, MANIFEST
+from hubpad.plan.model import TensorPlan
+from hubpad.plan.planner import make_plan
+from hubpad.source.base import Source
+from hubpad.source.readers import read_header, read_json
+
+
+class _Cursor:
+    """Forward reads of one file; going backwards reopens the stream (rare: only for foreign layouts)."""
+
+    def __init__(self, source: Source, path: str, size: int) -> None:
+        self.source, self.path, self.size = source, path, size
+        self.pos, self._it, self._buf = 0, None, memoryview(b"")
+        self.hash = hashlib.sha256()
+        self.sequential = True
+
+    def _open(self, start: int) -> None:
+        self._it = iter(self.source.stream(self.path, start, self.size))
+        self.pos, self._buf = start, memoryview(b"")
+
+    def read(self, start: int, n: int) -> bytes:
+        if self._it is None:
+            self._open(0)  # from byte 0, so the whole file gets hashed on the way
+        elif start < self.pos:
+            self.sequential = False
+            self._open(start)
+        out = bytearray()
+        while self.pos < start + n:
+            if not len(self._buf):
+                chunk = next(self._it)
+                if self.sequential:
+                    self.hash.update(chunk)
+                self._buf = memoryview(chunk)
+            take = min(len(self._buf), start + n - self.pos)
+            skip = max(0, start - self.pos)
+            if skip < take:
+                out += self._buf[skip:take]
+            self._buf = self._buf[take:]
+            self.pos += take
+        return bytes(out)
+
+    def finish(self) -> str | None:
+        if not self.sequential:
+            return None
+        if self.pos < self.size:
+            self.read(self.size, 0)
+        return self.hash.hexdigest()
+
+
+def _e4m3(b: int) -> float:
+    sign = -1.0 if b & 0x80 else 1.0
+    exp, man = (b >> 3) & 0xF, b & 0x7
+    if exp == 0xF and man == 0x7:
+        return math.nan
+    if exp == 0:
+        return sign * man / 8 * 2 ** -6
+    return sign * (1 + man / 8) * 2 ** (exp - 7)
+
+
+def decode(dtype: str, raw: bytes) -> float:
+    """One scalar of a float dtype, for checking padded scale cells."""
+    if dtype == "F32":
+        return struct.unpack("<f", raw)[0]
+    if dtype == "F64":
+        return struct.unpack("<d", raw)[0]
+    if dtype == "F16":
+        return struct.unpack("<e", raw)[0]
+    if dtype == "BF16":
+        return struct.unpack("<f", b"\x00\x00" + raw)[0]
+    if dtype == "F8_E4M3":
+        return _e4m3(raw[0])
+    if dtype == "F8_E8M0":
+        return math.nan if raw[0] == 0xFF else 2.0 ** (raw[0] - 127)
+    raise HubpadError(f"cannot decode scale dtype {dtype}")
+
+
+def check_pad_region(t: TensorPlan, region: bytes) -> None:
+    """A padded region must dequantize to exactly zero: zero codes, finite positive scales."""
+    if not region:
+        return
+    suffix = t.name.rpartition(".")[2]
+    if suffix.startswith("weight_scale"):
+        s = t.src.itemsize
+        for value in {region[i:i + s] for i in range(0, len(region), s)}:
+            x = decode(t.dtype, value)
+            if not (math.isfinite(x) and x > 0):
+                raise HubpadError(f"tensor {t.name}: padded scale cell {value.hex()} is {x}, not finite and positive")
+        return
+    zero = 0x88 if t.dtype == "I32" and suffix in ("weight_packed", "weight_zero_point") else 0x00
+    if region.count(zero) != len(region):
+        raise HubpadError(f"tensor {t.name}: padded region is not all {'0x88 (int4 zero)' if zero else 'zero'}")
+
+
+def verify_derivative(src: Source, dst: Source) -> dict:
+    """Check DST against SRC; raises HubpadError naming the first mismatch."""
+    dst_files = dst.files()
+    if MANIFEST not in dst_files:
+        raise HubpadError(f"{dst.label}: no {MANIFEST}; not a hubpad derivative")
+    manifest = read_json(dst, MANIFEST)
+    tp = int(manifest.get("tp", 0))
+    plan = make_plan(src, tp)
+    config = read_json(dst, "config.json")
+    if config != plan.new_config:
+        diff = sorted(k for k in set(config) | set(plan.new_config) if config.get(k) != plan.new_config.get(k))
+        raise HubpadError(f"{dst.label}/config.json differs from the plan at: {', '.join(diff)}")
+    bad = [r for r in plan.rank_table if r.get("required", True) and not r["ok"]]
+    if bad:
+        raise HubpadError(f"{dst.label}: {bad[0]['dim']} fails at tp={tp} ({bad[0]['rule']})")
+    index = read_json(dst, INDEX)
+    weight_map = index.get("weight_map", {})
+    planned = {t.name: t for t in plan.tensors}
+    if set(weight_map) != set(planned):
+        extra = sorted(set(weight_map) ^ set(planned))
+        raise HubpadError(f"{dst.label}/{INDEX}: tensor set differs from upstream (e.g. {extra[0]!r})")
+    shard_names = sorted(set(weight_map.values()))
+    total = 0
+    dst_tensors = {}
+    for name in shard_names:
+        if name not in dst_files:
+            raise HubpadError(f"{dst.label}: index names missing shard {name}")
+        for info in read_header(dst, dst_files[name]).tensors:
+            t = planned.get(info.name)
+            if t is None or weight_map.get(info.name) != name:
+                raise HubpadError(f"{dst.label}/{name}: unexpected tensor {info.name!r}")
+            if (info.dtype, info.shape) != (t.dtype, t.shape):
+                raise HubpadError(f"tensor {info.name}: {info.dtype}{list(info.shape)} in DST, plan says "
+                                  f"{t.dtype}{list(t.shape)}")
+            dst_tensors[info.name] = info
+            total += info.nbytes
+    if index.get("metadata", {}).get("total_size") != total:
+        raise HubpadError(f"{dst.label}/{INDEX}: total_size {index.get('metadata', {}).get('total_size')} != {total}")
+
+    src_files = src.files()
+    src_cur: dict[str, _Cursor] = {}
+    dst_cur: dict[str, _Cursor] = {}
+    checked = 0
+    for t in sorted(plan.tensors, key=lambda p: (dst_tensors[p.name].file, dst_tensors[p.name].start)):
+        d = dst_tensors[t.name]
+        sc = src_cur.setdefault(t.src.file, _Cursor(src, t.src.file, src_files[t.src.file].size))
+        dc = dst_cur.setdefault(d.file, _Cursor(dst, d.file, dst_files[d.file].size))
+        checked += _compare(t, sc, dc, d.start)
+    report_shards = {}
+    recorded = {s["name"]: s["sha256"] for s in manifest.get("shards", [])}
+    for name in shard_names:
+        digest = dst_cur[name].finish() if name in dst_cur else None
+        if recorded.get(name) and digest and digest != recorded[name]:
+            raise HubpadError(f"{dst.label}/{name}: sha256 {digest[:12]}… differs from {MANIFEST} ({recorded[name][:12]}…)")
+        report_shards[name] = digest
+    return {"ok": True, "tp": tp, "tensors": len(plan.tensors), "padded": sum(t.padded for t in plan.tensors),
+            "bytes_checked": checked, "shards": report_shards,
+            "dims": [{"name": x.name, "before": x.before, "after": x.after} for x in plan.dims]}
+
+
+def _chunks(total: int, step: int) -> Iterator[tuple[int, int]]:
+    pos = 0
+    while pos < total:
+        yield pos, min(step, total - pos)
+        pos += step
+
+
+def _compare(t: TensorPlan, sc: _Cursor, dc: _Cursor, dst_start: int) -> int:
+    op, src = t.op, t.src
+
+    def same(a: bytes, b: bytes, what: str) -> None:
+        if a != b:
+            i = next(k for k in range(min(len(a), len(b))) if a[k] != b[k]) if len(a) == len(b) else -1
+            raise HubpadError(f"tensor {t.name}: {what} differs from upstream (first differing byte {i})")
+
+    step = 8 * 1024 * 1024
+    if op.kind in ("copy", "append", "replace"):
+        if op.kind != "replace":
+            for off, n in _chunks(src.nbytes, step):
+                same(dc.read(dst_start + off, n), sc.read(src.start + off, n), "data")
+        if op.kind == "append":
+            same(dc.read(dst_start + src.nbytes, len(op.data)), op.data, "appended g_idx")
+        if op.kind == "replace":
+            sc.read(src.start, src.nbytes)
+            same(dc.read(dst_start, len(op.data)), op.data, "rewritten weight_shape")
+        return src.nbytes
+    block_in = op.rows * op.row_bytes
+    block_out = op.new_rows * op.new_row_bytes
+    for b in range(op.batch):
+        s0, d0 = src.start + b * block_in, dst_start + b * block_out
+        if op.new_row_bytes == op.row_bytes:
+            for off, n in _chunks(block_in, step):
+                same(dc.read(d0 + off, n), sc.read(s0 + off, n), f"block {b}")
+        else:
+            rows_per = max(1, step // op.new_row_bytes)
+            for r0, k in _chunks(op.rows, rows_per):
+                got = dc.read(d0 + r0 * op.new_row_bytes, k * op.new_row_bytes)
+                want = sc.read(s0 + r0 * op.row_bytes, k * op.row_bytes)
+                rb, nrb = op.row_bytes, op.new_row_bytes
+                for i in range(k):
+                    if got[i * nrb:i * nrb + rb] != want[i * rb:(i + 1) * rb]:
+                        raise HubpadError(f"tensor {t.name}: row {r0 + i} of block {b} differs from upstream")
+                    check_pad_region(t, got[i * nrb + rb:(i + 1) * nrb])
+        extra = (op.new_rows - op.rows) * op.new_row_bytes
+        for off, n in _chunks(extra, step):
+            check_pad_region(t, dc.read(d0 + op.rows * op.new_row_bytes + off, n))
+    return src.nbytes
+

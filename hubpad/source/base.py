@@ -1,0 +1,175 @@
+"""Where upstream bytes come from: a local directory here, the Hub in `hub_source.py`.
+
+A source only lists files, reads small byte ranges (config, headers) and streams byte windows. Every file
+whose tensor bytes are used is read front to back exactly once by a `VerifiedReader`, which hashes all of
+it, so nothing is published from bytes that were not checked against the file's sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from hubpad.errors import HubpadError
+
+CHUNK = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A file of the source; `sha256` is known up front on the Hub (LFS oid) and None locally."""
+
+    path: str
+    size: int
+    sha256: str | None = None
+
+
+class Source(ABC):
+    """Read-only access to one upstream checkpoint, pinned to one revision for the whole run."""
+
+    kind: str = "local"
+    label: str = ""
+    revision: str | None = None
+    commit: str | None = None
+
+    @abstractmethod
+    def files(self) -> dict[str, FileEntry]:
+        """Every file of the checkpoint, keyed by its path relative to the repo root."""
+
+    @abstractmethod
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of a file: for headers and other small reads."""
+
+    @abstractmethod
+    def stream(self, path: str, start: int, end: int) -> Iterator[bytes]:
+        """Bytes [start, end) of a file as successive chunks, for the bulk copy."""
+
+    def read_file(self, path: str) -> bytes:
+        """A whole small file (config.json, the index, a tokenizer)."""
+        entry = self.files().get(path)
+        if entry is None:
+            raise HubpadError(f"{self.label}: no file {path!r}")
+        return self.read_range(path, 0, entry.size)
+
+    def local_path(self, path: str) -> Path | None:
+        """The file on local disk, when there is one (lets copies skip the bytes-through-Python path)."""
+        return None
+
+
+
+
+class _ChunkPool:
+    """CHUNK-sized buffers for LocalSource.stream, reused instead of allocating 8 MB per chunk.
+
+    A buffer goes back into use only when nothing holds a view of it any more: a bytearray with live
+    memoryviews cannot be resized, which is the test (no bookkeeping to get wrong, whoever holds the views).
+    Allocating and freeing a chunk per read lets the C allocator's heap drift, and with it peak memory, with
+    the length of the run; a fixed set of buffers, all allocated on first use, keeps it flat: `limit` covers
+    what the shard writer may queue (pad.ShardWriter.MAX_INFLIGHT) plus the chunks being read and padded.
+    Past `limit` busy buffers, new ones are allocated and dropped (correct, just not pooled).
+    """
+
+    def __init__(self, limit: int = 10) -> None:
+        self.limit = limit
+        self._buffers: list[bytearray] = []
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _idle(buf: bytearray) -> bool:
+        try:
+            last = buf.pop()  # BufferError while any memoryview of it is alive; never reallocates
+        except BufferError:
+            return False
+        buf.append(last)
+        return True
+
+    def get(self) -> memoryview:
+        """A writable view of an idle buffer; the buffer stays taken while any view of it is alive."""
+        with self._lock:
+            if not self._buffers:
+                self._buffers = [bytearray(CHUNK) for _ in range(self.limit)]
+            for buf in self._buffers:
+                if self._idle(buf):
+                    return memoryview(buf)
+            return memoryview(bytearray(CHUNK))
+
+
+CHUNK_POOL = _ChunkPool()
+
+
+class VerifiedReader:
+    """Reads one source file strictly front to back, hashing every byte, and checks the sha256 at the end.
+
+    Callers ask for increasing byte ranges; bytes between them (the header, gaps) are read and hashed
+    too. `window_end` tells a remote source how far one request may reach (one GET per output shard).
+    """
+
+    def __init__(self, source: Source, entry: FileEntry) -> None:
+        self.source, self.entry = source, entry
+        self.pos = 0
+        self.window_end = entry.size
+        self.bytes_read = 0
+        self._hash = hashlib.sha256()
+        self._stream: Iterator[bytes] | None = None
+        self._stream_end = 0
+        self._pending = memoryview(b"")
+
+    def set_window(self, end: int) -> None:
+        """Limit the next request to [pos, end): the bytes the current output shard needs from this file."""
+        self.window_end = max(min(end, self.entry.size), self.pos)
+
+    def _next_chunk(self, need_until: int) -> memoryview:
+        if len(self._pending):
+            return self._pending
+        if self._stream is None or self.pos >= self._stream_end:
+            end = max(self.window_end, need_until)
+            if self.pos >= end:
+                raise HubpadError(f"{self.source.label}/{self.entry.path}: read past the requested window")
+            self._stream = iter(self.source.stream(self.entry.path, self.pos, end))
+            self._stream_end = end
+        try:
+            chunk = next(self._stream)
+        except StopIteration:
+            raise HubpadError(
+                f"{self.source.label}/{self.entry.path}: stream ended at byte {self.pos}, expected {self._stream_end}"
+            ) from None
+        self._hash.update(chunk)
+        self.bytes_read += len(chunk)
+        self._pending = memoryview(chunk)
+        return self._pending
+
+    def iter_range(self, start: int, n: int) -> Iterator[memoryview]:
+        """Yield the bytes [start, start+n) in pieces; skipping forward reads (and hashes) the gap."""
+        if start < self.pos:
+            raise HubpadError(f"{self.entry.path}: internal error, range {start} requested behind position {self.pos}")
+        end = start + n
+        while self.pos < end:
+            chunk = self._next_chunk(end)
+            take = min(len(chunk), end - self.pos)
+            piece, self._pending = chunk[:take], chunk[take:]
+            skip = max(0, start - self.pos)
+            self.pos += take
+            if skip < take:
+                yield piece[skip:]
+
+    def read(self, start: int, n: int) -> bytes:
+        """The bytes [start, start+n) as one bytes object (for column padding chunks)."""
+        return b"".join(self.iter_range(start, n))
+
+    def finish(self) -> str:
+        """Read what is left of the file, then check and return its sha256."""
+        if self.pos < self.entry.size:
+            self.window_end = self.entry.size
+            for _ in self.iter_range(self.entry.size, 0):  # skipping to EOF reads and hashes the tail
+                pass
+        digest = self._hash.hexdigest()
+        if self.entry.sha256 and digest != self.entry.sha256:
+            raise HubpadError(
+                f"{self.source.label}/{self.entry.path}: sha256 mismatch (expected {self.entry.sha256[:12]}…, "
+                f"got {digest[:12]}…); nothing built from it is published"
+            )
+        return digest

@@ -1,0 +1,62 @@
+"""A local directory as a Source."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from hubpad.errors import HubpadError
+from hubpad.source.base import CHUNK, CHUNK_POOL, FileEntry, Source
+from hubpad.util.hashing import digest_of, file_sha256
+
+
+class LocalSource(Source):
+    """A checkpoint directory on local disk."""
+
+    kind = "local"
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise HubpadError(f"{root}: not a directory")
+        self.label = str(root)
+        self._files: dict[str, FileEntry] | None = None
+
+    def files(self) -> dict[str, FileEntry]:
+        if self._files is None:
+            found = {}
+            for p in sorted(self.root.rglob("*")):
+                rel = p.relative_to(self.root).as_posix()
+                if p.is_file() and not any(part.startswith(".") for part in Path(rel).parts):
+                    found[rel] = FileEntry(rel, p.stat().st_size)
+            self._files = found
+        return self._files
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        with open(self.root / path, "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+
+    def stream(self, path: str, start: int, end: int) -> Iterator[memoryview]:
+        """Chunks are read into reused buffers (CHUNK_POOL): read-only views, valid as long as they are held."""
+        with open(self.root / path, "rb", buffering=0) as f:
+            f.seek(start)
+            pos = start
+            while pos < end:
+                view = CHUNK_POOL.get()
+                got = f.readinto(view[:min(CHUNK, end - pos)])
+                if not got:
+                    raise HubpadError(f"{self.label}/{path}: file ended at byte {pos}, expected {end}")
+                pos += got
+                chunk = view.toreadonly()[:got]
+                del view
+                yield chunk
+
+    def local_path(self, path: str) -> Path | None:
+        return self.root / path
+
+
+def local_digest(path: Path) -> str:
+    """digest_of() for a directory as it is now (same file set as LocalSource lists)."""
+    return digest_of({rel: file_sha256(path / rel) for rel in LocalSource(path).files()})
