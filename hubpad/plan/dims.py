@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import Adapter
 
 VLLM_VOCAB_PAD = 64
 
 
-def _divides(total: int, tp: int) -> bool:
-    return total % tp == 0
+@dataclass
+class Aligns:
+    """What every rank's slice of the attention layers must be a multiple of (from their storage formats)."""
+
+    q_n: int = 1  # q_proj rows
+    kv_n: int = 1  # k/v_proj rows
+    o_k: int = 1  # o_proj columns
 
 
 def kv_per_rank(kv: int, tp: int) -> int | None:
@@ -23,7 +29,8 @@ def kv_per_rank(kv: int, tp: int) -> int | None:
     return None
 
 
-def _heads_ok(h: int, kv: int, hd: int, tp: int, a: dict, hidden: int, adapter: Adapter) -> list[str]:
+def head_problems(h: int, kv: int, hd: int, tp: int, a: Aligns, hidden: int, adapter: Adapter) -> list[str]:
+    """Why (h heads, kv heads) cannot serve at `tp`; empty when they can."""
     why = []
     if h % tp:
         why.append(f"{h} attention heads % tp {tp} != 0")
@@ -33,38 +40,38 @@ def _heads_ok(h: int, kv: int, hd: int, tp: int, a: dict, hidden: int, adapter: 
         why.append(f"{kv} kv heads neither divide nor are divided by tp {tp}")
         return why
     q_rows = h // tp * hd
-    if q_rows % a["q_n"]:
-        why.append(f"q_proj rows per rank {q_rows} % {a['q_n']} != 0")
-    if kvr * hd % a["kv_n"]:
-        why.append(f"k/v_proj rows per rank {kvr * hd} % {a['kv_n']} != 0")
-    if q_rows % a["o_k"]:
-        why.append(f"o_proj columns per rank {q_rows} % {a['o_k']} != 0")
+    if q_rows % a.q_n:
+        why.append(f"q_proj rows per rank {q_rows} % {a.q_n} != 0")
+    if kvr * hd % a.kv_n:
+        why.append(f"k/v_proj rows per rank {kvr * hd} % {a.kv_n} != 0")
+    if q_rows % a.o_k:
+        why.append(f"o_proj columns per rank {q_rows} % {a.o_k} != 0")
     if adapter.hidden_must_divide_by_heads and hidden % h:
         why.append(f"transformers' {adapter.name} config rejects hidden_size {hidden} % {h} heads != 0")
     return why
 
 
-def choose_heads(h: int, kv: int, hd: int, tp: int, aligns: dict, hidden: int, adapter: Adapter) -> tuple[int, int]:
+def choose_heads(h: int, kv: int, hd: int, tp: int, aligns: Aligns, hidden: int, adapter: Adapter) -> tuple[int, int]:
     """Smallest (heads, kv heads) that shard at `tp`, appending whole GQA groups so head i keeps kv head i//group."""
     if h % kv:
-        raise HubpadError(f"config.json: {h} attention heads are not a multiple of {kv} kv heads")
-    if not _heads_ok(h, kv, hd, tp, aligns, hidden, adapter):
+        raise ConfigError(f"config.json: {h} attention heads are not a multiple of {kv} kv heads")
+    if not head_problems(h, kv, hd, tp, aligns, hidden, adapter):
         return h, kv
     group = h // kv
     candidates = [(k2 * group, k2) for k2 in range(kv + 1, kv * 8 + tp * 8)]
     if kv == 1:  # MQA: every head maps to kv head 0 whatever the group size
         candidates += [(h2, 1) for h2 in range(h + 1, h * 8 + tp * 8)]
     for h2, k2 in sorted(candidates):
-        if not _heads_ok(h2, k2, hd, tp, aligns, hidden, adapter):
+        if not head_problems(h2, k2, hd, tp, aligns, hidden, adapter):
             return h2, k2
-    reasons = "; ".join(_heads_ok(h, kv, hd, tp, aligns, hidden, adapter))
+    reasons = "; ".join(head_problems(h, kv, hd, tp, aligns, hidden, adapter))
     # Say what blocks the first candidate that shards at all: that is the constraint to relax.
     for h2, k2 in sorted(candidates):
-        why = _heads_ok(h2, k2, hd, tp, aligns, hidden, adapter)
+        why = head_problems(h2, k2, hd, tp, aligns, hidden, adapter)
         if h2 % tp == 0 and kv_per_rank(k2, tp) is not None:
             reasons += f"; the first whole-group padding that shards, {h2} heads / {k2} kv heads, fails: " + "; ".join(why)
             break
-    raise HubpadError(f"no valid head padding exists for tp={tp} ({reasons})")
+    raise ConfigError(f"no valid head padding exists for tp={tp} ({reasons})")
 
 
 # MLP widths per rank are kept to whole 128-wide GEMM tiles whatever the format: it is what FP8-block, NVFP4
@@ -87,9 +94,9 @@ def choose_intermediate(size: int, tp: int, n_align: int, k_align: int) -> int:
     return -(-size // quantum) * quantum
 
 
-def choose_heads_quiet(h, kv, hd, tp, aligns, hidden, adapter) -> bool:
+def heads_shard_as_is(h: int, kv: int, hd: int, tp: int, aligns: Aligns, hidden: int, adapter: Adapter) -> bool:
     """True when the heads already shard at `tp` (no padding)."""
-    return h % kv == 0 and not _heads_ok(h, kv, hd, tp, aligns, hidden, adapter)
+    return h % kv == 0 and not head_problems(h, kv, hd, tp, aligns, hidden, adapter)
 
 
 def vocab_info(vocab: int, tp: int) -> dict:
@@ -101,7 +108,8 @@ def vocab_info(vocab: int, tp: int) -> dict:
             "patch_pad_to": pad_to, "patched_size": -(-vocab // pad_to) * pad_to}
 
 
-def make_rank_table(tp, h2, kv2, hd, aligns, new_inter, group_align, vocab, config, adapter, hidden) -> list[dict]:
+def make_rank_table(tp: int, h2: int, kv2: int, hd: int, aligns: Aligns, new_inter: dict[str, int],
+                    group_align: dict[str, tuple[int, int]], vocab: dict, config: dict) -> list[dict]:
     """Per-rank divisibility of every sharded dim after padding, as vLLM will check it."""
     rows = []
 
@@ -115,13 +123,13 @@ def make_rank_table(tp, h2, kv2, hd, aligns, new_inter, group_align, vocab, conf
     row("kv heads", kv2, kvr, kvr is not None, rule)
     if h2 % tp == 0:
         q = h2 // tp * hd
-        row("q_proj rows", h2 * hd, q, q % aligns["q_n"] == 0, f"{q} % {aligns['q_n']} == 0")
-        row("o_proj columns", h2 * hd, q, q % aligns["o_k"] == 0, f"{q} % {aligns['o_k']} == 0")
+        row("q_proj rows", h2 * hd, q, q % aligns.q_n == 0, f"{q} % {aligns.q_n} == 0")
+        row("o_proj columns", h2 * hd, q, q % aligns.o_k == 0, f"{q} % {aligns.o_k} == 0")
     if kvr is not None:
         k = kvr * hd
-        row("k/v_proj rows", kv2 * hd, k, k % aligns["kv_n"] == 0, f"{k} % {aligns['kv_n']} == 0")
+        row("k/v_proj rows", kv2 * hd, k, k % aligns.kv_n == 0, f"{k} % {aligns.kv_n} == 0")
     for group, size in new_inter.items():
-        n_al, k_al = group_align.get(group, [MLP_TILE, MLP_TILE])
+        n_al, k_al = group_align.get(group, (MLP_TILE, MLP_TILE))
         a = math.lcm(n_al, k_al)
         per = size // tp if size % tp == 0 else None
         row(f"{group} intermediate", size, per, per is not None and per % a == 0, f"{size} / {tp} % {a} == 0")

@@ -31,7 +31,7 @@ class PadOp:
     data: bytes = b""
 
 
-_COPY_OP = PadOp("copy")
+COPY_OP = PadOp("copy")
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ def _pad2d(t: TensorInfo, tail_ndim: int, new_shape: tuple[int, ...], fill: byte
     return PadOp("pad", batch, rows, cols * s, new_rows, new_cols * s, fill)
 
 
-def _tensor_op(t: TensorInfo, suffix: str, layout: LinearLayout, out2: int, in2: int, role: Role) -> tuple[PadOp, tuple]:
+def tensor_op(t: TensorInfo, suffix: str, layout: LinearLayout, out2: int, in2: int, role: Role) -> tuple[PadOp, tuple]:
     """The byte recipe and new shape of one parameter of a padded linear layer."""
     b = layout.batch
     nb = len(b)

@@ -3,6 +3,10 @@
 The plan fixes everything before a byte moves, as llm-compressor's model-free path does: the padded dims,
 the byte recipe of every output tensor, the output shard layout and the per-rank divisibility table.
 Every shard header is validated here, so a bad input fails before anything is written.
+
+`make_plan` reads as its steps: read the inputs → group tensors by module → give each module a role and a
+storage layout → gather the alignments each padded dim must meet → check config against headers → choose
+the dims → write each tensor's byte recipe → cut shards → sort the other files.
 """
 
 from __future__ import annotations
@@ -11,75 +15,37 @@ import fnmatch
 import gc
 import math
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
 from hubpad.plan.adapters import adapter_for
-from hubpad.plan.adapters.base import COPY, Role
+from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.dims import (
     EXPERT_TILE,
     MLP_TILE,
+    Aligns,
     choose_heads,
-    choose_heads_quiet,
     choose_intermediate,
+    heads_shard_as_is,
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan.model import _COPY_OP, Dim, PadOp, Plan, TensorPlan
-from hubpad.plan.ops import _tensor_op
+from hubpad.plan.model import COPY_OP, Dim, PadOp, Plan, TensorPlan
+from hubpad.plan.ops import tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.shards import cut_shards
-from hubpad.source.base import Source
+from hubpad.source.base import FileEntry, Source
 from hubpad.source.readers import read_header, read_json, weight_files
-
-# --------------------------------------------------------------------------------------------------
-# Reading the source
-
-
-
-
-
-
-
-
-# --------------------------------------------------------------------------------------------------
-# Choosing dims
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-# --------------------------------------------------------------------------------------------------
-# Per-tensor byte recipes
-
-
-
-
-
-
-# --------------------------------------------------------------------------------------------------
-# The planner
-
-
-def _split_param(name: str) -> tuple[str, str] | None:
-    module, _, suffix = name.rpartition(".")
-    if module and suffix in LINEAR_SUFFIXES:
-        return module, suffix
-    return None
 
 
 def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
-    """Read config, index and headers from `source` and decide the whole padding for `tp`."""
+    """Read config, index and headers from `source` and decide the whole padding for `tp`.
+
+    Raises ConfigError (or another HubpadError) naming the file, tensor or key when anything cannot be
+    planned exactly; nothing has been written then.
+    """
     # A real Hy3 plan creates ~10^6 short-lived containers and no reference cycles: the cyclic collector would
     # only re-scan them over and over (8 % of planning time), so it pauses while planning.
     enabled = gc.isenabled()
@@ -91,92 +57,191 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
             gc.enable()
 
 
+@dataclass
+class _Inputs:
+    """What planning reads: the file list, config, quantization, adapter, index and shard headers."""
+
+    files: dict[str, FileEntry]
+    config: dict
+    adapter: Adapter
+    quant: QuantConfig
+    names: list[str]
+    index: dict
+    headers: list[SafetensorsHeader]
+
+
+@dataclass
+class _Shape:
+    """The config's sharded dims: attention heads, kv heads, head dim, hidden size and intermediate groups."""
+
+    hidden: int
+    heads: int
+    kv: int
+    head_dim: int
+    inter: dict[str, tuple[tuple[str, ...], int]]  # group -> (config keys, size)
+
+
+@dataclass
+class _Modules:
+    """Linear-layer parameters grouped by module, with each module's role and storage layout."""
+
+    params: dict[str, dict[str, TensorInfo]] = field(default_factory=OrderedDict)
+    plain: dict[str, TensorInfo] = field(default_factory=dict)  # tensors that are not `<module>.<suffix>`
+    roles: dict[str, Role] = field(default_factory=dict)
+    layouts: dict[str, LinearLayout] = field(default_factory=dict)
+
+    def distinct(self) -> list[tuple[str, Role, LinearLayout]]:
+        """Each distinct (role, layout) pair of the padded modules, at its first module (in order)."""
+        seen: dict[tuple[int, int], tuple[str, Role, LinearLayout]] = {}
+        for module, role in self.roles.items():
+            if role.kind != "copy":
+                seen.setdefault((id(role), id(self.layouts[module])), (module, role, self.layouts[module]))
+        return list(seen.values())
+
+
 def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
     if tp < 1:
-        raise HubpadError(f"--tp must be at least 1, got {tp}")
+        raise ConfigError(f"--tp must be at least 1, got {tp}")
+    inputs = _read_inputs(source)
+    infos = _tensor_infos(inputs)
+    shape = _shape(inputs.config, inputs.adapter)
+    modules = _classify(infos, inputs.adapter, inputs.quant, shape.head_dim)
+    distinct = modules.distinct()
+    aligns, group_align = _alignments(distinct)
+    _check_config_against_headers(distinct, shape, inputs.adapter)
+
+    h2, kv2 = choose_heads(shape.heads, shape.kv, shape.head_dim, tp, aligns, shape.hidden, inputs.adapter)
+    new_inter = {g: choose_intermediate(size, tp, *group_align.get(g, (MLP_TILE, MLP_TILE)))
+                 for g, (_, size) in shape.inter.items()}
+    dims = _dims(shape, h2, kv2, new_inter)
+    tensors = _tensor_plans(modules, shape.head_dim, h2, kv2, new_inter)
+
+    file_order = {n: i for i, n in enumerate(inputs.names)}
+    ordered = sorted(tensors, key=lambda p: (file_order[p.src.file], p.src.start))
+    metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
+    copied, skipped = _other_files(inputs.files, inputs.names)
+    vocab = vocab_info(int(inputs.config.get("vocab_size", 0)), tp)
+    return Plan(
+        source=source, tp=tp, config=inputs.config, new_config=_new_config(inputs.config, dims), adapter=inputs.adapter,
+        quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}), dims=dims,
+        tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
+        weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
+        rank_table=make_rank_table(tp, h2, kv2, shape.head_dim, aligns, new_inter, group_align, vocab, inputs.config),
+        vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter),
+        index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
+    )
+
+
+def _read_inputs(source: Source) -> _Inputs:
+    """config.json (and hf_quant_config.json), the adapter and quantization they name, the index and headers."""
     files = source.files()
     if "config.json" not in files:
-        raise HubpadError(f"{source.label}: no config.json (is this a model checkpoint?)")
+        raise ConfigError(f"{source.label}: no config.json (is this a model checkpoint?)")
     config = read_json(source, "config.json")
     hf_quant = read_json(source, "hf_quant_config.json") if "hf_quant_config.json" in files else None
-    text_cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
-    if text_cfg is not None:
-        raise HubpadError("config.json: multimodal checkpoints (text_config) are not supported yet")
+    if isinstance(config.get("text_config"), dict):
+        raise ConfigError("config.json: multimodal checkpoints (text_config) are not supported yet")
     adapter = adapter_for(config)
     quant = QuantConfig.read(config, hf_quant)
     names, index = weight_files(source)
+    headers = [read_header(source, files[n]) for n in names]
+    return _Inputs(files, config, adapter, quant, names, index, headers)
 
-    headers: list[SafetensorsHeader] = [read_header(source, files[n]) for n in names]
+
+def _tensor_infos(inputs: _Inputs) -> dict[str, TensorInfo]:
+    """Every tensor of every shard by name, checked against the index: each once, where the index says."""
     infos: dict[str, TensorInfo] = {}
-    for h in headers:
+    for h in inputs.headers:
         for t in h.tensors:
             if t.name in infos:
-                raise HubpadError(f"tensor {t.name!r} appears in both {infos[t.name].file} and {t.file}")
+                raise ConfigError(f"tensor {t.name!r} appears in both {infos[t.name].file} and {t.file}")
             infos[t.name] = t
-    if index:
-        weight_map = index["weight_map"]
+    if inputs.index:
+        weight_map = inputs.index["weight_map"]
         for name, t in infos.items():
             if weight_map.get(name) != t.file:
-                raise HubpadError(f"{INDEX}: tensor {name!r} is in {t.file} but the index says {weight_map.get(name)!r}")
+                raise ConfigError(f"{INDEX}: tensor {name!r} is in {t.file} but the index says {weight_map.get(name)!r}")
         missing = set(weight_map) - set(infos)
         if missing:
-            raise HubpadError(f"{INDEX}: tensor {sorted(missing)[0]!r} is listed but not in any shard header")
+            raise ConfigError(f"{INDEX}: tensor {sorted(missing)[0]!r} is listed but not in any shard header")
+    return infos
 
-    # Group linear-layer parameters by module; everything else must be a known copy.
-    modules: dict[str, dict[str, TensorInfo]] = OrderedDict()
-    plain: dict[str, TensorInfo] = {}
-    for name, t in infos.items():
-        split = _split_param(name)
-        if split and not adapter.is_copy_param(name):
-            modules.setdefault(split[0], {})[split[1]] = t
-        else:
-            plain[name] = t
-    for name in plain:
-        if not adapter.is_copy_param(name):
-            raise HubpadError(f"tensor {name}: not a tensor hubpad knows for {adapter.name}; refusing to guess")
 
+def _shape(config: dict, adapter: Adapter) -> _Shape:
     hidden = int(config.get("hidden_size", 0))
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
-    hd = int(config.get("head_dim") or (hidden // heads))
-    inter = adapter.intermediate_sizes(config)
+    head_dim = int(config.get("head_dim") or (hidden // heads))
+    return _Shape(hidden, heads, kv, head_dim, adapter.intermediate_sizes(config))
 
-    roles: dict[str, Role] = {}
-    layouts: dict[str, LinearLayout] = {}
+
+def _required(config: dict, key: str):
+    if config.get(key) is None:
+        raise ConfigError(f"config.json: missing {key}")
+    return config[key]
+
+
+def _split_param(name: str) -> tuple[str, str] | None:
+    module, _, suffix = name.rpartition(".")
+    if module and suffix in LINEAR_SUFFIXES:
+        return module, suffix
+    return None
+
+
+def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig, head_dim: int) -> _Modules:
+    """Group parameters by module and give each module a role and (when padded) a storage layout.
+
+    Every tensor must be one the adapter knows: copying a tensor that should have been padded would publish
+    a broken model that loads fine, so an unknown name is an error naming it.
+    """
+    m = _Modules()
+    for name, t in infos.items():
+        split = _split_param(name)
+        if split and not adapter.is_copy_param(name):
+            m.params.setdefault(split[0], {})[split[1]] = t
+        elif adapter.is_copy_param(name):
+            m.plain[name] = t
+        else:
+            raise ConfigError(f"tensor {name}: not a tensor hubpad knows for {adapter.name}; refusing to guess")
     layout_of: dict[tuple, LinearLayout] = {}
-    for module, params in modules.items():
-        role = adapter.linear_role(module)
-        if role is None:
-            if adapter.is_per_head_norm(module) and set(params) == {"weight"}:
-                if params["weight"].shape != (hd,):
-                    raise HubpadError(f"tensor {module}.weight: per-head norm of shape {list(params['weight'].shape)}, "
-                                      f"expected [{hd}]")
-                role = COPY
-            else:
-                raise HubpadError(f"tensor {module}.{next(iter(params))}: not a tensor hubpad knows for "
-                                  f"{adapter.name}; refusing to guess")
-        roles[module] = role
+    for module, params in m.params.items():
+        role = m.roles[module] = _role(module, params, adapter, head_dim)
         if role.kind != "copy":
             # The layout follows from the parameters' names, dtypes and shapes (and the config): identical
             # expert modules share one, detected (with every check) on the first of them.
             sig = tuple((suffix, p.dtype, p.shape) for suffix, p in params.items())
             if sig not in layout_of:
                 layout_of[sig] = detect_layout(module, params, quant)
-            layouts[module] = layout_of[sig]
+            m.layouts[module] = layout_of[sig]
+    return m
 
-    # Alignment demanded by every layer that shares a padded dim. Both loops below depend only on the
-    # (role, layout) pair, so they visit each distinct pair once, at its first module (same answers and errors).
-    distinct: dict[tuple[int, int], tuple[str, Role, LinearLayout]] = {}
-    for module, role in roles.items():
-        if role.kind != "copy":
-            distinct.setdefault((id(role), id(layouts[module])), (module, role, layouts[module]))
-    aligns = {"q_n": 1, "kv_n": 1, "o_k": 1}
+
+def _role(module: str, params: dict[str, TensorInfo], adapter: Adapter, head_dim: int) -> Role:
+    role = adapter.linear_role(module)
+    if role is not None:
+        return role
+    if adapter.is_per_head_norm(module) and set(params) == {"weight"}:
+        if params["weight"].shape != (head_dim,):
+            raise ConfigError(f"tensor {module}.weight: per-head norm of shape {list(params['weight'].shape)}, "
+                              f"expected [{head_dim}]")
+        return COPY
+    raise ConfigError(f"tensor {module}.{next(iter(params))}: not a tensor hubpad knows for {adapter.name}; "
+                      f"refusing to guess")
+
+
+def _alignments(distinct: list[tuple[str, Role, LinearLayout]]) -> tuple[Aligns, dict[str, tuple[int, int]]]:
+    """What every layer sharing a padded dim demands of each rank's slice: attention rows/columns, and per
+    intermediate group (rows, columns). Routed experts run in fused-MoE kernels, with their own rules."""
+    aligns = Aligns()
     group_align: dict[str, list[int]] = {}
-    for module, role, lay in distinct.values():
-        key = {"q": "q_n", "kv": "kv_n", "o": "o_k"}.get(role.kind)
-        if key:
-            aligns[key] = math.lcm(aligns[key], lay.n_align if role.kind != "o" else lay.k_align)
-        elif role.group == "expert":  # routed experts run in fused-MoE kernels, with their own rules
+    for _, role, lay in distinct:
+        if role.kind == "q":
+            aligns.q_n = math.lcm(aligns.q_n, lay.n_align)
+        elif role.kind == "kv":
+            aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
+        elif role.kind == "o":
+            aligns.o_k = math.lcm(aligns.o_k, lay.k_align)
+        elif role.group == "expert":
             a = group_align.setdefault(role.group, [EXPERT_TILE, EXPERT_TILE])
             a[0] = a[1] = math.lcm(a[0], lay.moe_align)
         else:
@@ -185,103 +250,88 @@ def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
                 a[0] = math.lcm(a[0], lay.n_align)
             else:
                 a[1] = math.lcm(a[1], lay.k_align)
+    return aligns, {g: (a[0], a[1]) for g, a in group_align.items()}
 
-    # Check the config against the headers before choosing anything.
-    expected = {"q": ("out_features", heads * hd), "kv": ("out_features", kv * hd), "o": ("in_features", heads * hd)}
-    for module, role, lay in distinct.values():
+
+def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]], shape: _Shape,
+                                  adapter: Adapter) -> None:
+    """Every padded layer's width must be the one config.json states, before anything is chosen from it."""
+    heads_dim, kv_dim = shape.heads * shape.head_dim, shape.kv * shape.head_dim
+    expected = {"q": ("out_features", heads_dim), "kv": ("out_features", kv_dim), "o": ("in_features", heads_dim)}
+    for module, role, lay in distinct:
         if role.kind in expected:
             attr, want = expected[role.kind]
         else:
-            if role.group not in inter:
-                raise HubpadError(f"tensor {module}: config.json has no size for its {role.group} intermediate "
+            if role.group not in shape.inter:
+                raise ConfigError(f"tensor {module}: config.json has no size for its {role.group} intermediate "
                                   f"({', '.join(adapter.intermediate_keys.get(role.group, ()))})")
-            attr, want = ("out_features" if role.kind == "rows" else "in_features"), inter[role.group][1]
+            attr, want = ("out_features" if role.kind == "rows" else "in_features"), shape.inter[role.group][1]
         if getattr(lay, attr) != want:
-            raise HubpadError(f"tensor {module}: {attr.replace('_', ' ')} {getattr(lay, attr)} disagrees with "
+            raise ConfigError(f"tensor {module}: {attr.replace('_', ' ')} {getattr(lay, attr)} disagrees with "
                               f"config.json ({want})")
 
-    h2, kv2 = choose_heads(heads, kv, hd, tp, aligns, hidden, adapter)
-    dims = [Dim("attention heads", ("num_attention_heads",), heads, h2),
-            Dim("kv heads", ("num_key_value_heads",), kv, kv2),
-            Dim("head dim", ("head_dim",), hd, hd)]
-    new_inter: dict[str, int] = {}
-    for group, (keys, size) in inter.items():
-        n_al, k_al = group_align.get(group, [MLP_TILE, MLP_TILE])
-        new_inter[group] = choose_intermediate(size, tp, n_al, k_al)
+
+def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int]) -> list[Dim]:
+    dims = [Dim("attention heads", ("num_attention_heads",), shape.heads, h2),
+            Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2),
+            Dim("head dim", ("head_dim",), shape.head_dim, shape.head_dim)]
+    for group, (keys, size) in shape.inter.items():
         dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
+    return dims
 
-    new_config = {"num_attention_heads": h2, "num_key_value_heads": kv2, "head_dim": hd}
-    for d in dims[3:]:
+
+def _new_config(config: dict, dims: list[Dim]) -> dict:
+    """config.json of the derivative: upstream's with the padded dims (head_dim always written explicitly)."""
+    merged = dict(config)
+    for d in dims:
         for k in d.config_keys:
-            new_config[k] = d.after
+            merged[k] = d.after
+    return merged
 
-    # Byte recipes. A recipe depends only on the layout, the parameter's dtype/shape and the target dims, so
-    # the thousands of identical expert tensors share one (computed, with every check, for the first of them).
-    tplans: dict[str, TensorPlan] = {}
+
+def _tensor_plans(m: _Modules, head_dim: int, h2: int, kv2: int, new_inter: dict[str, int]) -> list[TensorPlan]:
+    """The byte recipe of every output tensor.
+
+    A recipe depends only on the layout, the parameter's dtype/shape and the target dims, so the thousands
+    of identical expert tensors share one (computed, with every check, for the first of them).
+    """
+    plans: list[TensorPlan] = []
     recipes: dict[tuple, tuple[PadOp, tuple]] = {}
-    for module, params in modules.items():
-        role = roles[module]
+    for module, params in m.params.items():
+        role = m.roles[module]
         for suffix, t in params.items():
             if role.kind == "copy":
-                op, shape = _COPY_OP, t.shape
-            else:
-                lay = layouts[module]
-                out2, in2 = lay.out_features, lay.in_features
-                if role.kind == "q":
-                    out2 = h2 * hd
-                elif role.kind == "kv":
-                    out2 = kv2 * hd
-                elif role.kind == "o":
-                    in2 = h2 * hd
-                elif role.kind == "rows":
-                    out2 = new_inter[role.group]
-                elif role.kind == "cols":
-                    in2 = new_inter[role.group]
-                if suffix == "bias" and role.kind in ("o", "cols"):
-                    op, shape = _COPY_OP, t.shape
-                else:
-                    key = (id(lay), id(role), suffix, t.dtype, t.shape, out2, in2)  # layouts are shared objects
-                    recipe = recipes.get(key)
-                    if recipe is None:
-                        recipe = recipes[key] = _tensor_op(t, suffix, lay, out2, in2, role)
-                    op, shape = recipe
-            tplans[t.name] = _finish(t, op, shape)
-    for name, t in plain.items():
-        tplans[name] = _finish(t, _COPY_OP, t.shape)
-
-    file_order = {n: i for i, n in enumerate(names)}
-    ordered = sorted(tplans.values(), key=lambda p: (file_order[p.src.file], p.src.start))
-    metadata = next((h.metadata for h in headers if h.metadata), {"format": "pt"})
-    shards = cut_shards(ordered, shard_size, metadata)
-
-    formats = sorted({lay.format_tag for lay in layouts.values()})
-    copied, skipped = [], []
-    for path in files:
-        if path in GENERATED or path in names:
-            continue
-        if any(fnmatch.fnmatch(path, p) for p in SKIPPED_PATTERNS) and path != ".gitattributes":
-            skipped.append(path)
-        elif path != ".gitattributes":
-            copied.append(path)
-
-    merged = dict(config)
-    merged.update(new_config)
-    vocab = vocab_info(int(config.get("vocab_size", 0)), tp)
-    rank_table = make_rank_table(tp, h2, kv2, hd, aligns, new_inter, group_align, vocab, config, adapter, hidden)
-    upstream_ok = [t for t in range(1, 9) if choose_heads_quiet(heads, kv, hd, t, aligns, hidden, adapter)
-                   and all(choose_intermediate(s, t, *group_align.get(g, [MLP_TILE, MLP_TILE])) == s
-                           for g, (_, s) in inter.items())]
-    index_metadata = {k: v for k, v in (index.get("metadata") or {}).items() if k != "total_size"}
-    return Plan(source=source, tp=tp, config=config, new_config=merged, adapter=adapter, quant=quant, formats=formats,
-                dims=dims, tensors=ordered, shards=shards, files=files, weight_files=names, copied_files=copied,
-                skipped_files=skipped, rank_table=rank_table, vocab=vocab, upstream_tp_values=upstream_ok,
-                index_metadata=index_metadata)
+                plans.append(_finish(t, COPY_OP, t.shape))
+                continue
+            lay = m.layouts[module]
+            out2, in2 = _padded_features(role, lay, head_dim, h2, kv2, new_inter)
+            if suffix == "bias" and role.kind in ("o", "cols"):  # a bias follows the output dim, not padded here
+                plans.append(_finish(t, COPY_OP, t.shape))
+                continue
+            key = (id(lay), id(role), suffix, t.dtype, t.shape, out2, in2)  # layouts are shared objects
+            recipe = recipes.get(key)
+            if recipe is None:
+                recipe = recipes[key] = tensor_op(t, suffix, lay, out2, in2, role)
+            plans.append(_finish(t, *recipe))
+    plans.extend(_finish(t, COPY_OP, t.shape) for t in m.plain.values())
+    return plans
 
 
-def _required(config: dict, key: str):
-    if config.get(key) is None:
-        raise HubpadError(f"config.json: missing {key}")
-    return config[key]
+def _padded_features(role: Role, lay: LinearLayout, head_dim: int, h2: int, kv2: int,
+                     new_inter: dict[str, int]) -> tuple[int, int]:
+    """(out, in) features of a padded layer after padding: which one grows depends on its role."""
+    out2, in2 = lay.out_features, lay.in_features
+    if role.kind == "q":
+        out2 = h2 * head_dim
+    elif role.kind == "kv":
+        out2 = kv2 * head_dim
+    elif role.kind == "o":
+        in2 = h2 * head_dim
+    elif role.kind == "rows":
+        out2 = new_inter[role.group]
+    elif role.kind == "cols":
+        in2 = new_inter[role.group]
+    return out2, in2
 
 
 def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan:
@@ -300,9 +350,23 @@ def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan:
     return TensorPlan(t.name, t.dtype, tuple(shape), t, op, nbytes)
 
 
+def _other_files(files: dict[str, FileEntry], weight_names: list[str]) -> tuple[list[str], list[str]]:
+    """Upstream files carried over unchanged, and the ones left out (other weight formats)."""
+    copied, skipped = [], []
+    for path in files:
+        if path in GENERATED or path in weight_names or path == ".gitattributes":
+            continue
+        if any(fnmatch.fnmatch(path, p) for p in SKIPPED_PATTERNS):
+            skipped.append(path)
+        else:
+            copied.append(path)
+    return copied, skipped
 
 
-
-
-
-
+def _stock_tp_values(shape: _Shape, aligns: Aligns, group_align: dict[str, tuple[int, int]],
+                     adapter: Adapter) -> list[int]:
+    """TP sizes 1..8 the upstream already serves at without padding (the card says so)."""
+    return [t for t in range(1, 9)
+            if heads_shard_as_is(shape.heads, shape.kv, shape.head_dim, t, aligns, shape.hidden, adapter)
+            and all(choose_intermediate(s, t, *group_align.get(g, (MLP_TILE, MLP_TILE))) == s
+                    for g, (_, s) in shape.inter.items())]
