@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.safetensors import TensorInfo
 from hubpad.plan.adapters.base import Role
 from hubpad.plan.model import PadOp
@@ -30,82 +32,161 @@ def _pad2d(t: TensorInfo, tail_ndim: int, new_shape: tuple[int, ...], fill: byte
     return PadOp("pad", batch, rows, cols * s, new_rows, new_cols * s, fill)
 
 
-def tensor_op(t: TensorInfo, suffix: str, layout: LinearLayout, out2: int, in2: int, role: Role) -> tuple[PadOp, tuple]:
-    """The byte recipe and new shape of one parameter of a padded linear layer."""
-    b = layout.batch
-    nb = len(b)
-    out1, in1 = layout.out_features, layout.in_features
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a padded linear layer: its tensor, the layer's storage layout and its padded features."""
 
-    def expect(shape: tuple[int, ...]) -> None:
-        if t.shape != shape:
-            raise HubpadError(f"tensor {t.name}: shape {list(t.shape)}, expected {list(shape)} for a {layout.name} layer")
+    t: TensorInfo
+    layout: LinearLayout
+    out2: int
+    in2: int
 
-    def pad(new_tail: tuple[int, ...], fill: bytes) -> tuple[PadOp, tuple]:
+    @property
+    def batch(self) -> tuple[int, ...]:
+        return self.layout.batch
+
+    @property
+    def out1(self) -> int:
+        return self.layout.out_features
+
+    @property
+    def in1(self) -> int:
+        return self.layout.in_features
+
+    def expect(self, shape: tuple[int, ...]) -> None:
+        if self.t.shape != shape:
+            raise ConfigError(f"tensor {self.t.name}: shape {list(self.t.shape)}, expected {list(shape)} for a "
+                              f"{self.layout.name} layer")
+
+    def pad(self, new_tail: tuple[int, ...], fill: bytes) -> Recipe:
+        """Grow the trailing dims to `new_tail`, new cells holding `fill` (one element)."""
+        t = self.t
         new_shape = (*t.shape[:len(t.shape) - len(new_tail)], *new_tail)
         return _pad2d(t, len(new_tail), new_shape, fill), new_shape
 
-    zero = b"\x00" * t.itemsize
-    if suffix in ("weight", "weight_packed"):
-        if layout.name in ("dense", "fp8-tensor", "fp8-channel", "fp8-block"):
-            expect((*b, out1, in1))
-            return pad((out2, in2), zero)
-        if layout.name in ("nvfp4", "nvfp4-modelopt"):
-            expect((*b, out1, in1 // 2))
-            return pad((out2, in2 // 2), zero)
-        if layout.name == "int4":
-            expect((*b, out1, in1 // 8))
-            return pad((out2, in2 // 8), ZERO_NIBBLES_INT4)
-    if suffix in ("weight_scale", "weight_scale_inv"):
-        one = one_bytes(t.dtype)
-        if layout.name == "fp8-tensor":
-            return PadOp("copy"), t.shape
-        if layout.name == "fp8-channel":
-            return pad((out2,) if t.shape[nb:] == (out1,) else (out2, 1), one)
-        if layout.name == "fp8-block":
-            bn, bk = layout.block
-            expect((*b, -(-out1 // bn), -(-in1 // bk)))
-            return pad((-(-out2 // bn), -(-in2 // bk)), one)
-        if layout.name in ("nvfp4", "nvfp4-modelopt"):
-            expect((*b, out1, in1 // 16))
-            return pad((out2, in2 // 16), one)
-        if layout.name == "int4":
-            if layout.group is None:
-                return pad((out2, 1), one)
-            expect((*b, out1, in1 // layout.group))
-            return pad((out2, in2 // layout.group), one)
-    if suffix == "bias":
-        expect((*b, out1))
-        return pad((out2,), zero)
-    if suffix in SCALAR_SUFFIXES:
-        if math.prod(t.shape) not in (1, math.prod(b) or 1):
-            raise HubpadError(f"tensor {t.name}: expected a single value, got shape {list(t.shape)}")
-        return PadOp("copy"), t.shape
-    if suffix == "weight_shape" and layout.name == "int4":
-        if t.dtype not in ("I64", "I32") or t.shape != (2,):
-            raise HubpadError(f"tensor {t.name}: weight_shape must be a 2-element integer tensor")
-        fmt = "<2q" if t.dtype == "I64" else "<2i"
-        if (out1, in1) == (out2, in2):
-            return PadOp("copy"), t.shape
-        return PadOp("replace", data=struct.pack(fmt, out2, in2)), t.shape
-    if suffix == "weight_zero_point" and layout.name == "int4":
-        c1, c2 = (1, 1) if layout.group is None else (in1 // layout.group, in2 // layout.group)
-        if t.dtype == "I32":  # packed 8 per word along the output dim
-            expect((-(-out1 // 8), c1))
-            if out1 % 8 and out2 != out1:
-                # The last word's unused nibbles hold 0x0 (zero point -8), not 0x8: rows appended there would
-                # dequantize to 8, not 0, and fixing them means rewriting upstream bytes. Refuse rather than guess.
-                raise HubpadError(f"tensor {t.name}: asymmetric int4 zero points are packed 8 rows per word and "
-                                  f"{out1} rows is not a multiple of 8; padding it cannot be made exactly zero")
-            return pad((-(-out2 // 8), c2), ZERO_NIBBLES_INT4)
-        expect((out1, c1))
-        return pad((out2, c2), zero)
-    if suffix == "weight_g_idx" and layout.name == "int4" and layout.group:
-        expect((in1,))
-        if in2 == in1:
-            return PadOp("copy"), t.shape
-        fmt = {"I32": "<i", "I64": "<q"}.get(t.dtype)
-        if fmt is None:
-            raise HubpadError(f"tensor {t.name}: g_idx dtype {t.dtype} is not supported")
-        tail = b"".join(struct.pack(fmt, c // layout.group) for c in range(in1, in2))
-        return PadOp("append", data=tail), (in2,)
-    raise HubpadError(f"tensor {t.name}: parameter {suffix!r} is not supported for a {layout.name} layer ({role.kind})")
+    def copy(self) -> Recipe:
+        return PadOp("copy"), self.t.shape
+
+    @property
+    def zero(self) -> bytes:
+        return b"\x00" * self.t.itemsize
+
+
+Recipe = tuple[PadOp, tuple]
+
+
+def tensor_op(t: TensorInfo, suffix: str, layout: LinearLayout, out2: int, in2: int, role: Role) -> Recipe:
+    """The byte recipe and new shape of one parameter of a padded linear layer (ConfigError if unknown)."""
+    rule = RULES.get(suffix)
+    recipe = rule(Param(t, layout, out2, in2)) if rule else None
+    if recipe is None:
+        raise ConfigError(f"tensor {t.name}: parameter {suffix!r} is not supported for a {layout.name} layer "
+                          f"({role.kind})")
+    return recipe
+
+
+def _weight(p: Param) -> Recipe | None:
+    """Weights grow by zero codes: 0 in every float format, 0x8 nibbles in offset-8 int4."""
+    b, out1, in1, out2, in2 = p.batch, p.out1, p.in1, p.out2, p.in2
+    if p.layout.name in ("dense", "fp8-tensor", "fp8-channel", "fp8-block"):
+        p.expect((*b, out1, in1))
+        return p.pad((out2, in2), p.zero)
+    if p.layout.name in ("nvfp4", "nvfp4-modelopt"):
+        p.expect((*b, out1, in1 // 2))
+        return p.pad((out2, in2 // 2), p.zero)
+    if p.layout.name == "int4":
+        p.expect((*b, out1, in1 // 8))
+        return p.pad((out2, in2 // 8), ZERO_NIBBLES_INT4)
+    return None
+
+
+def _scale(p: Param) -> Recipe | None:
+    """New scale cells hold 1.0: finite and positive, so the zero codes they scale stay exactly 0."""
+    b, out1, in1, out2, in2, lay = p.batch, p.out1, p.in1, p.out2, p.in2, p.layout
+    one = one_bytes(p.t.dtype)
+    if lay.name == "fp8-tensor":
+        return p.copy()
+    if lay.name == "fp8-channel":
+        return p.pad((out2,) if p.t.shape[len(b):] == (out1,) else (out2, 1), one)
+    if lay.name == "fp8-block":
+        bn, bk = lay.block
+        p.expect((*b, -(-out1 // bn), -(-in1 // bk)))
+        return p.pad((-(-out2 // bn), -(-in2 // bk)), one)
+    if lay.name in ("nvfp4", "nvfp4-modelopt"):
+        p.expect((*b, out1, in1 // 16))
+        return p.pad((out2, in2 // 16), one)
+    if lay.name == "int4":
+        if lay.group is None:
+            return p.pad((out2, 1), one)
+        p.expect((*b, out1, in1 // lay.group))
+        return p.pad((out2, in2 // lay.group), one)
+    return None
+
+
+def _bias(p: Param) -> Recipe:
+    p.expect((*p.batch, p.out1))
+    return p.pad((p.out2,), p.zero)
+
+
+def _scalar(p: Param) -> Recipe:
+    """Global and per-tensor scales are untouched (one value, or one per expert)."""
+    if math.prod(p.t.shape) not in (1, math.prod(p.batch) or 1):
+        raise ConfigError(f"tensor {p.t.name}: expected a single value, got shape {list(p.t.shape)}")
+    return p.copy()
+
+
+def _int4_weight_shape(p: Param) -> Recipe | None:
+    """compressed-tensors records the unpacked shape: it is rewritten to the padded one."""
+    t = p.t
+    if p.layout.name != "int4":
+        return None
+    if t.dtype not in ("I64", "I32") or t.shape != (2,):
+        raise ConfigError(f"tensor {t.name}: weight_shape must be a 2-element integer tensor")
+    if (p.out1, p.in1) == (p.out2, p.in2):
+        return p.copy()
+    return PadOp("replace", data=struct.pack("<2q" if t.dtype == "I64" else "<2i", p.out2, p.in2)), t.shape
+
+
+def _int4_zero_point(p: Param) -> Recipe | None:
+    """Asymmetric int4: new zero points are 8 (the offset), so new codes 0x8 dequantize to 0."""
+    t, lay, out1, out2 = p.t, p.layout, p.out1, p.out2
+    if lay.name != "int4":
+        return None
+    c1, c2 = (1, 1) if lay.group is None else (p.in1 // lay.group, p.in2 // lay.group)
+    if t.dtype == "I32":  # packed 8 per word along the output dim
+        p.expect((-(-out1 // 8), c1))
+        if out1 % 8 and out2 != out1:
+            # The last word's unused nibbles hold 0x0 (zero point -8), not 0x8: rows appended there would
+            # dequantize to 8, not 0, and fixing them means rewriting upstream bytes. Refuse rather than guess.
+            raise ConfigError(f"tensor {t.name}: asymmetric int4 zero points are packed 8 rows per word and "
+                              f"{out1} rows is not a multiple of 8; padding it cannot be made exactly zero")
+        return p.pad((-(-out2 // 8), c2), ZERO_NIBBLES_INT4)
+    p.expect((out1, c1))
+    return p.pad((out2, c2), p.zero)
+
+
+def _int4_g_idx(p: Param) -> Recipe | None:
+    """Act-order group index: new input columns point at the group their position falls in."""
+    t, lay = p.t, p.layout
+    if lay.name != "int4" or not lay.group:
+        return None
+    p.expect((p.in1,))
+    if p.in2 == p.in1:
+        return p.copy()
+    fmt = {"I32": "<i", "I64": "<q"}.get(t.dtype)
+    if fmt is None:
+        raise ConfigError(f"tensor {t.name}: g_idx dtype {t.dtype} is not supported")
+    tail = b"".join(struct.pack(fmt, c // lay.group) for c in range(p.in1, p.in2))
+    return PadOp("append", data=tail), (p.in2,)
+
+
+# Parameter suffix -> its rule. A rule answers None when the suffix does not belong to the layer's format.
+RULES: dict[str, Callable[[Param], Recipe | None]] = {
+    "weight": _weight, "weight_packed": _weight,
+    "weight_scale": _scale, "weight_scale_inv": _scale,
+    "bias": _bias,
+    **{suffix: _scalar for suffix in SCALAR_SUFFIXES},
+    "weight_shape": _int4_weight_shape,
+    "weight_zero_point": _int4_zero_point,
+    "weight_g_idx": _int4_g_idx,
+}
