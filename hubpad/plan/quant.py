@@ -151,24 +151,13 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
     if unknown:
         raise HubpadError(f"tensor {module}.{sorted(unknown)[0]}: unknown parameter of a linear layer")
 
-    def shape(s: str) -> tuple[int, ...]:
-        return params[s].shape
-
     if "weight_packed" in has and params["weight_packed"].dtype == "I32":
-        if "weight_shape" not in has or "weight_scale" not in has:
-            raise HubpadError(f"tensor {module}.weight_packed: int4 pack-quantized layer without weight_shape/weight_scale")
-        out_f, packed_cols = shape("weight_packed")[-2:]
-        in_f = packed_cols * 8
-        sc = shape("weight_scale")
-        group = None if sc[-1] == 1 else in_f // sc[-1]  # None: one scale per output channel
-        if sc[-1] != 1 and in_f % sc[-1]:
-            raise HubpadError(f"tensor {module}.weight_scale: shape {list(sc)} does not divide {in_f} input features")
-        return LinearLayout("int4", out_f, in_f, group=group)
+        return _int4_layout(module, params)
     if "weight_packed" in has:  # compressed-tensors NVFP4
         _expect(module, params, "weight_packed", "U8")
         _expect(module, params, "weight_scale", "F8_E4M3")
-        out_f, packed_cols = shape("weight_packed")[-2:]
-        layout = LinearLayout("nvfp4", out_f, packed_cols * 2, batch=shape("weight_packed")[:-2], group=16)
+        out_f, packed_cols = params["weight_packed"].shape[-2:]
+        layout = LinearLayout("nvfp4", out_f, packed_cols * 2, batch=params["weight_packed"].shape[:-2], group=16)
         _check_grouped_scale(module, params["weight_scale"], layout, 16)
         return layout
     if "weight" not in has:
@@ -181,24 +170,7 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
         _check_grouped_scale(module, params["weight_scale"], layout, 16)
         return layout
     if w.dtype in ("F8_E4M3", "F8_E5M2"):
-        scale_name = "weight_scale_inv" if "weight_scale_inv" in has else "weight_scale"
-        if scale_name not in has:
-            raise HubpadError(f"tensor {module}.weight: FP8 weight without weight_scale or weight_scale_inv")
-        out_f, in_f = w.shape[-2:]
-        batch = w.shape[:-2]
-        sc = params[scale_name].shape[len(batch):]
-        if math.prod(sc) == 1:
-            return LinearLayout("fp8-tensor", out_f, in_f, batch)
-        if tuple(sc) == (out_f, 1) or tuple(sc) == (out_f,):
-            return LinearLayout("fp8-channel", out_f, in_f, batch)
-        candidates = list(qcfg.fp8_blocks) or [(128, 128)]
-        for bn, bk in candidates:
-            if tuple(sc) == (-(-out_f // bn), -(-in_f // bk)):
-                return LinearLayout("fp8-block", out_f, in_f, batch, block=(bn, bk))
-        raise HubpadError(
-            f"tensor {module}.{scale_name}: shape {list(sc)} matches no FP8 scaling of a [{out_f}, {in_f}] weight "
-            f"(tensor, channel or block {candidates})"
-        )
+        return _fp8_layout(module, params, qcfg)
     if w.dtype in FLOAT_DTYPES:
         if len(w.shape) == 1:
             raise HubpadError(f"tensor {module}.weight: 1-D weight where a linear layer was expected")
@@ -207,6 +179,42 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
             raise HubpadError(f"tensor {module}.{sorted(extra)[0]}: quantization parameter on an unquantized weight")
         return LinearLayout("dense", w.shape[-2], w.shape[-1], w.shape[:-2])
     raise HubpadError(f"tensor {module}.weight: dtype {w.dtype} is not a known weight format")
+
+
+def _int4_layout(module: str, params: dict[str, TensorInfo]) -> LinearLayout:
+    """compressed-tensors int4 pack-quantized: eight codes per int32 word along the input dim."""
+    if "weight_shape" not in params or "weight_scale" not in params:
+        raise HubpadError(f"tensor {module}.weight_packed: int4 pack-quantized layer without weight_shape/weight_scale")
+    out_f, packed_cols = params["weight_packed"].shape[-2:]
+    in_f = packed_cols * 8
+    sc = params["weight_scale"].shape
+    group = None if sc[-1] == 1 else in_f // sc[-1]  # None: one scale per output channel
+    if sc[-1] != 1 and in_f % sc[-1]:
+        raise HubpadError(f"tensor {module}.weight_scale: shape {list(sc)} does not divide {in_f} input features")
+    return LinearLayout("int4", out_f, in_f, group=group)
+
+
+def _fp8_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig) -> LinearLayout:
+    """FP8 with a per-tensor, per-channel or block scale, told apart by the scale's shape."""
+    w = params["weight"]
+    scale_name = "weight_scale_inv" if "weight_scale_inv" in params else "weight_scale"
+    if scale_name not in params:
+        raise HubpadError(f"tensor {module}.weight: FP8 weight without weight_scale or weight_scale_inv")
+    out_f, in_f = w.shape[-2:]
+    batch = w.shape[:-2]
+    sc = params[scale_name].shape[len(batch):]
+    if math.prod(sc) == 1:
+        return LinearLayout("fp8-tensor", out_f, in_f, batch)
+    if tuple(sc) == (out_f, 1) or tuple(sc) == (out_f,):
+        return LinearLayout("fp8-channel", out_f, in_f, batch)
+    candidates = list(qcfg.fp8_blocks) or [(128, 128)]
+    for bn, bk in candidates:
+        if tuple(sc) == (-(-out_f // bn), -(-in_f // bk)):
+            return LinearLayout("fp8-block", out_f, in_f, batch, block=(bn, bk))
+    raise HubpadError(
+        f"tensor {module}.{scale_name}: shape {list(sc)} matches no FP8 scaling of a [{out_f}, {in_f}] weight "
+        f"(tensor, channel or block {candidates})"
+    )
 
 
 def _expect(module: str, params: dict[str, TensorInfo], suffix: str, dtype: str) -> None:
