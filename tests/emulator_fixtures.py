@@ -9,15 +9,19 @@ into ``huggingface_hub.constants`` **once, at import time**. So:
 * hubpad itself must pass ``endpoint=`` explicitly (``HfApi(endpoint=...)``, ``hf_hub_url(..., endpoint=...)``,
   ``HfFileSystem(endpoint=..., skip_instance_cache=True)``) rather than rely on ``HF_ENDPOINT`` being read at call time.
 
-Xet must be off for uploads: the client decides on its own (never asking the server) to upload through xet when
-``hf_xet`` is importable, and the emulator has no xet. ``HF_HUB_DISABLE_XET=1`` before import, plus
-``constants.HF_HUB_DISABLE_XET = True`` (read at call time by ``is_xet_available()``), guarantee the LFS path.
+By default Xet is off for uploads: the client decides on its own (never asking the server) to upload through xet
+when ``hf_xet`` is importable, and the default emulator is a classic LFS Hub. ``HF_HUB_DISABLE_XET=1`` before import,
+plus ``constants.HF_HUB_DISABLE_XET = True`` (read at call time by ``is_xet_available()``), guarantee the LFS path.
+:func:`xet_client` turns both back on for one test, against an emulator that speaks Xet (``hub.enable_xet()``: the
+real hf_xet uploads to a ``local://`` store the emulator hands out from its token routes).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
+from contextlib import contextmanager
 
 # Before huggingface_hub is imported anywhere (constants are frozen at import).
 os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
@@ -41,7 +45,8 @@ else:  # pragma: no cover - tests/ itself on sys.path
 
 hf_constants.HF_HUB_DISABLE_XET = True
 
-__all__ = ["hub", "hub_api", "HubEmulator", "ALICE", "ALICE_TOKEN", "READER", "READER_TOKEN", "ORG"]
+__all__ = ["hub", "hub_api", "HubEmulator", "ALICE", "ALICE_TOKEN", "READER", "READER_TOKEN", "ORG", "xet_client",
+           "release_xet_session"]
 
 ALICE = "alice"
 ALICE_TOKEN = "hf_test_alice_token_0123456789abcdef"
@@ -125,3 +130,39 @@ def hub_api(hub):
     from huggingface_hub import HfApi
 
     return HfApi(endpoint=hub.endpoint, token=ALICE_TOKEN)
+
+
+@contextmanager
+def xet_client(emu: HubEmulator, monkeypatch: pytest.MonkeyPatch):
+    """For one test: the emulator speaks Xet and the client uploads through the REAL hf_xet.
+
+    ``HF_HUB_DISABLE_XET`` is unset (for subprocesses) and ``constants.HF_HUB_DISABLE_XET`` is False (read at call
+    time in-process). The client's process-wide ``XetSession`` is replaced by a fresh one and dropped at the end:
+    hf_xet's ``local://`` store admits one process at a time and a live session holds it, so a session left over
+    would lock out the subprocesses of later steps (and tests).
+    """
+    pytest.importorskip("hf_xet")
+    from huggingface_hub.utils import _xet
+
+    emu.enable_xet()
+    monkeypatch.delenv("HF_HUB_DISABLE_XET", raising=False)
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", False)
+    monkeypatch.setenv("HF_XET_CACHE", hf_constants.HF_XET_CACHE)
+    holder = _xet.XetSessionHolder()
+    monkeypatch.setattr(_xet, "_GLOBAL_XET_HOLDER", holder)
+    _xet.XET_CONNECTION_INFO_CACHE.clear()
+    try:
+        yield emu
+    finally:
+        release_xet_session()
+
+
+def release_xet_session() -> None:
+    """Drop this process's hf_xet session (releasing the ``local://`` store for another process)."""
+    from huggingface_hub.utils import _xet
+
+    holder = _xet._GLOBAL_XET_HOLDER
+    with holder._lock:
+        holder._session = None
+        holder._session_pid = None
+    gc.collect()

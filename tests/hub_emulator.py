@@ -1,7 +1,9 @@
 """Offline Hugging Face Hub emulator for hubpad's tests and benchmarks.
 
-The real ``huggingface_hub`` client (2.4.0, HTTP via httpx2, xet disabled) talks to it over 127.0.0.1, so the
-tests exercise the exact requests hubpad makes in production instead of a mock of them.
+The real ``huggingface_hub`` client (2.4.0, HTTP via httpx2) talks to it over 127.0.0.1, so the tests exercise the
+exact requests hubpad makes in production instead of a mock of them. By default it is a classic LFS Hub (clients run
+with xet disabled); ``HubEmulator(xet=True)`` / :meth:`HubEmulator.enable_xet` make it speak Xet too, with the real
+``hf_xet`` uploading to a ``local://`` store (see :class:`XetStorage`).
 
 Two origins are served by the same process:
 
@@ -18,15 +20,17 @@ Design (one class per concern):
 * :class:`BlobStore` - content-addressed blobs on disk (sha256), streamed in and out, never held whole in memory;
 * :class:`RepoStore` - repos, branches, tags, a chain of commits per branch (each a full ``path -> blob`` snapshot);
 * :class:`LfsUploads` - LFS uploads in flight (basic and multipart), checked against their sha256 oid;
+* :class:`XetStorage` - Xet: hf_xet's ``local://`` store handed out by the token routes, indexed from its shards;
 * :class:`RepoViews` - the JSON the client parses (repo info, tree and paths-info entries);
-* :class:`Faults` - on-demand fault injection (drop, status, ignore_range, slow, stale_parent, corrupt);
+* :class:`Faults` - on-demand fault injection (drop, status, ignore_range, slow, stale_parent, corrupt, delay);
 * :class:`RateLimiter` - the global link throttle and per-request ``slow`` faults;
 * :class:`RequestLog` - every request with byte counts, for assertions on traffic;
 * :class:`ApiHandler` / :class:`CdnHandler` - HTTP front-ends of the two origins;
 * :class:`HubEmulator` - starts/stops both servers and offers the test-side helper API (``seed``, ``files``...).
 
 Only the standard library is used, except PyYAML (a dependency of huggingface_hub itself) to read README front
-matter. Self-contained: it reads no reference material at runtime, only what the tests hand it.
+matter, and hf_xet (another of its dependencies) when Xet is enabled. Self-contained: it reads no reference material
+at runtime, only what the tests hand it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import tempfile
 import threading
 import time
@@ -65,6 +70,9 @@ __all__ = [
     "RepoStore",
     "LfsUploads",
     "RepoViews",
+    "XetFile",
+    "XetStorage",
+    "parse_xet_shard",
     "DEFAULT_GITATTRIBUTES",
 ]
 
@@ -299,12 +307,17 @@ class BlobStore:
 
 @dataclasses.dataclass(frozen=True)
 class FileEntry:
-    """One file in a commit snapshot. ``git_oid`` is the Hub's ``oid``/``blobId`` (sha1 of the pointer for LFS)."""
+    """One file in a commit snapshot. ``git_oid`` is the Hub's ``oid``/``blobId`` (sha1 of the pointer for LFS).
+
+    ``xet_hash`` is set for Xet-backed LFS files (uploaded through Xet, or seeded into a Xet-enabled emulator); a
+    classic LFS file has none, like a repo not yet migrated to Xet on the Hub.
+    """
 
     sha256: str
     size: int
     lfs: bool
     git_oid: str
+    xet_hash: str | None = None
 
     @property
     def pointer_size(self) -> int:
@@ -344,6 +357,7 @@ class Repo:
     prs: dict[int, str] = dataclasses.field(default_factory=dict)
     commits: dict[str, Commit] = dataclasses.field(default_factory=dict)
     lfs_oids: set[str] = dataclasses.field(default_factory=set)  # LFS objects this repo may reference
+    region: str = "us"  # storage region: server-side copies (lfs-files/duplicate) only work within one region
 
     @property
     def namespace(self) -> str:
@@ -464,9 +478,10 @@ class RepoStore:
         sha = self.blobs.put_bytes(data)
         return FileEntry(sha256=sha, size=len(data), lfs=False, git_oid=self.blobs.git_sha1(sha))
 
-    def entry_for_blob(self, sha256: str, size: int, lfs: bool) -> FileEntry:
+    def entry_for_blob(self, sha256: str, size: int, lfs: bool, xet_hash: str | None = None) -> FileEntry:
         if lfs:
-            return FileEntry(sha256=sha256, size=size, lfs=True, git_oid=_git_blob_sha1(_lfs_pointer(sha256, size)))
+            return FileEntry(sha256=sha256, size=size, lfs=True, git_oid=_git_blob_sha1(_lfs_pointer(sha256, size)),
+                             xet_hash=xet_hash)
         return FileEntry(sha256=sha256, size=size, lfs=False, git_oid=self.blobs.git_sha1(sha256))
 
     def apply_commit(
@@ -642,7 +657,8 @@ class Faults:
 
     Body faults (``drop``, ``corrupt``, ``ignore_range``, ``slow``) only fire - and only count - on responses that
     carry a file body (GET of a regular file via resolve, GET on the CDN); ``slow`` also throttles upload bodies
-    (PUTs to ``/upload/...``). ``status`` fires on any matching request; ``stale_parent`` on commit POSTs.
+    (PUTs to ``/upload/...``). ``status`` and ``delay`` fire on any matching request; ``stale_parent`` on commit
+    POSTs.
     """
 
     BODY_KINDS = ("drop", "corrupt", "ignore_range", "slow")
@@ -655,7 +671,7 @@ class Faults:
 
     def add(self, kind: str, path: str = ".*", *, method: str | None = None, origin: str | None = None,
             times: int | None = 1, **params: Any) -> Fault:
-        if kind not in (*self.BODY_KINDS, "status", "stale_parent"):
+        if kind not in (*self.BODY_KINDS, "status", "stale_parent", "delay"):
             raise ValueError(f"unknown fault kind {kind!r}")
         fault = Fault(kind=kind, path=path, method=method, origin=origin, times=times, params=params)
         with self._lock:
@@ -676,6 +692,11 @@ class Faults:
         return self.add("status", path, method=method, origin=origin, times=times, code=int(code),
                         retry_after=retry_after, headers=dict(headers or {}),
                         message=message or f"Injected fault: HTTP {code}")
+
+    def delay(self, path: str, seconds: float, *, times: int | None = 1, method: str | None = None,
+              origin: str | None = None) -> Fault:
+        """Hold matching requests for ``seconds`` before serving them (a slow Hub, or time to kill a client)."""
+        return self.add("delay", path, method=method, origin=origin, times=times, seconds=float(seconds))
 
     def ignore_range(self, path: str, *, times: int | None = 1, method: str | None = "GET",
                      origin: str | None = None) -> Fault:
@@ -748,6 +769,7 @@ class LogEntry:
     file: str | None = None  # path in repo for file bodies
     faults: tuple[str, ...] = ()
     authorization: bool = False  # whether an Authorization header was sent
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)  # request headers (names lower-cased)
 
 
 class RequestLog:
@@ -892,6 +914,7 @@ class _BaseHandler(BaseHTTPRequestHandler):
             range=self.headers.get("Range"),
             timestamp=time.time(),
             authorization=self.headers.get("Authorization") is not None,
+            headers={k.lower(): v for k, v in self.headers.items()},
         )
         self._headers_sent = False
         self._body_remaining = self._initial_body_length()
@@ -899,7 +922,10 @@ class _BaseHandler(BaseHTTPRequestHandler):
         t0 = time.monotonic()
         self.emu.log.begin(self.entry)
         try:
-            fired = self.emu.faults.take(("status",), method, self.entry.path, self.server.origin)
+            fired = self.emu.faults.take(("delay", "status"), method, self.entry.path, self.server.origin)
+            if "delay" in fired:
+                self.entry.faults += ("delay",)
+                time.sleep(fired["delay"].params["seconds"])
             if "status" in fired:
                 self._answer_status_fault(fired["status"])
             else:
@@ -1305,11 +1331,17 @@ class ApiHandler(_BaseHandler):
                 self.entry.kind = "lfs-duplicate"
                 return self.lfs_duplicate(repo_type, repo_id)
             if action in ("xet-write-token", "xet-read-token"):
-                raise HubError(
-                    400,
-                    "The hubpad Hub emulator does not speak xet: set HF_HUB_DISABLE_XET=1 "
-                    "(or huggingface_hub.constants.HF_HUB_DISABLE_XET = True) before uploading",
-                )
+                if not self.emu.xet_enabled:
+                    raise HubError(
+                        400,
+                        "This hubpad Hub emulator does not speak xet: set HF_HUB_DISABLE_XET=1 "
+                        "(or huggingface_hub.constants.HF_HUB_DISABLE_XET = True) before uploading, "
+                        "or start it with xet=True",
+                    )
+                if m == "GET" and len(rest) >= 2:
+                    self.entry.kind = action
+                    rev, _ = self._split_rev(rest[1:])
+                    return self.xet_token(repo_type, repo_id, rev, write=action == "xet-write-token")
         raise HubError(404, f"Not found: {self.method} {self.entry.path}")
 
     # -- account and repo lifecycle ----------------------------------------------------------------------------
@@ -1423,7 +1455,8 @@ class ApiHandler(_BaseHandler):
             raise HubError.entry_not_found(path, commit.id)
         page_size = self.emu.tree_page_size_expand if expand else self.emu.tree_page_size
         page, headers = self._page(entries, page_size)
-        self.send_json([self.emu.views.entry_json(repo, commit, e, expand=expand, xet_hash=self.emu.emit_xet_hash) for e in page], headers=headers)
+        self.send_json([self.emu.views.entry_json(repo, commit, e, expand=expand, xet_hash=self.emu.xet_stand_in)
+                        for e in page], headers=headers)
 
     def paths_info(self, repo_type: str, repo_id: str, rev: str) -> None:
         body = self.read_body()
@@ -1440,7 +1473,7 @@ class ApiHandler(_BaseHandler):
         for p in paths:
             e = self.emu.views.path_entry(commit, p.strip("/"))
             if e is not None:
-                out.append(self.emu.views.entry_json(repo, commit, e, expand=expand, xet_hash=self.emu.emit_xet_hash))
+                out.append(self.emu.views.entry_json(repo, commit, e, expand=expand, xet_hash=self.emu.xet_stand_in))
         self.send_json(out)
 
     def list_commits(self, repo_type: str, repo_id: str, rev: str) -> None:
@@ -1491,6 +1524,10 @@ class ApiHandler(_BaseHandler):
                 "Content-Type": "text/plain; charset=utf-8",
                 "Content-Length": str(len(body)),
             })
+            if entry.xet_hash and self.emu.xet_enabled:  # a Xet-backed file: what the client needs to use hf_xet
+                refresh = f"{self.ep()}/api/{repo_type}s/{repo_id}/xet-read-token/{commit.id}"
+                headers["X-Xet-Hash"] = entry.xet_hash
+                headers["Link"] = f'<{refresh}>; rel="xet-auth"'
             self._start(302, headers)
             self._write(body)
             return
@@ -1585,20 +1622,50 @@ class ApiHandler(_BaseHandler):
         self.send_json({"success": True})
 
     def lfs_duplicate(self, repo_type: str, repo_id: str) -> None:
-        """Cross-repo CommitOperationCopy: make the source's LFS objects referencable from the target repo."""
+        """Cross-repo CommitOperationCopy: make the source's LFS objects referencable from the target repo.
+
+        Failures are per file (``{"failed": [{"sha256", "error"}]}``, HTTP 200), as on the Hub: an object the source
+        does not hold, a Xet hash that is not the object's (when the emulator speaks Xet), or a copy between two
+        storage regions (:meth:`HubEmulator.set_storage_region`).
+        """
         body = self.read_json()
         src = self.readable_repo(repo_type, repo_id)
         target = body.get("target") or {}
         dst, _ = self.writable_repo(target.get("type") or "model", target.get("name") or "")
         failed = []
-        with self.emu.store.lock:
-            for f in body.get("files") or []:
-                sha = f.get("sha256")
-                if sha in src.lfs_oids and self.emu.blobs.exists(sha):
+        for f in body.get("files") or []:
+            sha, xet_hash = f.get("sha256"), f.get("xetHash")
+            with self.emu.store.lock:
+                in_source = sha in src.lfs_oids
+            known = self.emu.xet.lookup(sha) if self.emu.xet_enabled and isinstance(sha, str) else None
+            if not in_source or not (self.emu.blobs.exists(sha) or known):
+                failed.append({"sha256": sha, "error": "LFS object not found in source repository"})
+            elif self.emu.xet_enabled and (known is None or known.xet_hash != xet_hash):
+                failed.append({"sha256": sha, "error": f"xet hash {xet_hash} does not match the stored file"})
+            elif src.region != dst.region:
+                failed.append({"sha256": sha, "error": f"cannot duplicate across storage regions "
+                                                      f"({src.region} -> {dst.region})"})
+            else:
+                with self.emu.store.lock:
                     dst.lfs_oids.add(sha)
-                else:
-                    failed.append({"sha256": sha, "error": "LFS object not found in source repository"})
         self.send_json({"failed": failed})
+
+    def xet_token(self, repo_type: str, repo_id: str, rev: str, *, write: bool) -> None:
+        """``xet-write-token`` / ``xet-read-token``: a short-lived Xet token and the CAS address, as the Hub gives
+        them (response headers, which huggingface_hub reads; the same as JSON, which hf_xet reads)."""
+        if write:
+            repo, _ = self.writable_repo(repo_type, repo_id)
+        else:
+            repo = self.readable_repo(repo_type, repo_id)
+        if rev != "None":  # "None": a token for a PR that does not exist yet (create_pr)
+            with self.emu.store.lock:
+                if repo.resolve(rev) is None:
+                    raise HubError.revision_not_found(rev)
+        token, exp = self.emu.xet.issue_token(repo, write)
+        cas = self.emu.xet.address
+        self.send_json({"accessToken": token, "exp": exp, "casUrl": cas},
+                       headers={"X-Xet-Cas-Url": cas, "X-Xet-Access-Token": token,
+                                "X-Xet-Token-Expiration": str(exp)})
 
     def commit(self, repo_type: str, repo_id: str, rev: str) -> None:
         lines = self.read_body().splitlines()
@@ -1625,13 +1692,21 @@ class ApiHandler(_BaseHandler):
                 oid = value.get("oid") or ""
                 if value.get("algo", "sha256") != "sha256" or not _HEX64.match(oid):
                     raise HubError(400, f"Invalid lfsFile entry: {value}")
-                if not self.emu.blobs.exists(oid):
+                # Uploaded through Xet? Then the uploaded shards name it (Xet hash, size) by this sha256.
+                xf = self.emu.xet.lookup(oid) if self.emu.xet_enabled else None
+                if xf is not None:
+                    self.emu.xet_uploaded(repo, oid)
+                if self.emu.blobs.exists(oid):
+                    size = self.emu.blobs.size(oid)
+                elif xf is not None:
+                    size = xf.size
+                else:
                     raise HubError(400, f"LFS object {oid} for '{value.get('path')}' was never uploaded",
                                    code="LfsObjectNotFound")
-                size = self.emu.blobs.size(oid)
                 if value.get("size") is not None and int(value["size"]) != size:
                     raise HubError(400, f"LFS object {oid}: size {value['size']} != stored size {size}")
-                ops.append(("put", self._clean_path(value["path"]), self.emu.store.entry_for_blob(oid, size, True)))
+                entry = self.emu.store.entry_for_blob(oid, size, True, xet_hash=xf.xet_hash if xf else None)
+                ops.append(("put", self._clean_path(value["path"]), entry))
             elif key == "deletedFile":
                 ops.append(("delete", self._clean_path(value["path"])))
             elif key == "deletedFolder":
@@ -1718,16 +1793,17 @@ class CdnHandler(_BaseHandler):
     def download(self, repo_type: str, repo_id: str, path: str) -> None:
         self.entry.repo_type, self.entry.repo_id, self.entry.file = repo_type, repo_id, path
         oid = (self.query.get("oid") or [""])[-1]
-        if not _HEX64.match(oid) or not self.emu.blobs.exists(oid):
+        blob = self.emu.blob_path(oid) if _HEX64.match(oid) else None
+        if blob is None:
             raise HubError(404, "NoSuchKey: the specified key does not exist")
-        size = self.emu.blobs.size(oid)
+        size = blob.stat().st_size
         name = path.rsplit("/", 1)[-1]
         headers = {
             "ETag": f'"{oid}"',
             "Content-Disposition": f"inline; filename*=UTF-8''{quote(name)}; filename=\"{name}\";",
             "Cache-Control": "public, max-age=604800, immutable",
         }
-        self.send_file(self.emu.blobs.path(oid), size, headers)
+        self.send_file(blob, size, headers)
 
     def upload(self, upload_id: str, part: int | None) -> None:
         fired = self.emu.faults.take(("slow",), self.method, self.entry.path, self.server.origin)
@@ -1882,6 +1958,180 @@ class LfsUploads:
         self._accept_blob(pending, assembly, h.hexdigest(), pending.size)
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Xet storage
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class XetFile:
+    """One file as Xet storage knows it: its Xet (merkle) hash, size and the sha256 the client gave or computed."""
+
+    xet_hash: str
+    sha256: str
+    size: int
+
+
+def _xet_hex(raw: bytes) -> str:
+    """xet-core's hex form of a 32-byte hash: four little-endian u64 words, each printed as 16 hex digits."""
+    return "".join(f"{w:016x}" for w in struct.unpack("<4Q", raw))
+
+
+_SHARD_HEADER_TAG_LEN = 32
+_SHARD_ENTRY = 48  # every record of a shard's file-info section is 48 bytes
+_FILE_FLAG_VERIFICATION = 1 << 31  # one verification record per segment follows the segments
+_FILE_FLAG_METADATA_EXT = 1 << 30  # one metadata record (sha256 + padding) follows
+
+
+def parse_xet_shard(data: bytes) -> list[XetFile]:
+    """The files of one xet-core metadata shard (``*.mdb``, version 2) that carry a sha256.
+
+    Layout of the file-info section (xet-core ``metadata_shard``): a 48-byte header (32-byte tag, version u64,
+    footer size u64), then per file a 48-byte header (file hash, flags u32, segment count u32, padding), its
+    segments (xorb hash, flags u32, unpacked bytes u32, chunk range u32 × 2), the verification records when
+    flagged, the metadata extension (the sha256) when flagged; a header whose hash is all 0xFF ends the section.
+    """
+    if len(data) < 2 * _SHARD_ENTRY or struct.unpack_from("<Q", data, _SHARD_HEADER_TAG_LEN)[0] != 2:
+        raise ValueError("not a version-2 xet shard")
+    out, pos = [], _SHARD_ENTRY
+    while pos + _SHARD_ENTRY <= len(data):
+        file_hash = data[pos:pos + 32]
+        flags, n = struct.unpack_from("<II", data, pos + 32)
+        pos += _SHARD_ENTRY
+        if file_hash == b"\xff" * 32:
+            return out
+        size = sum(struct.unpack_from("<I", data, pos + i * _SHARD_ENTRY + 36)[0] for i in range(n))
+        pos += n * _SHARD_ENTRY
+        if flags & _FILE_FLAG_VERIFICATION:
+            pos += n * _SHARD_ENTRY
+        if flags & _FILE_FLAG_METADATA_EXT:
+            out.append(XetFile(_xet_hex(file_hash), _xet_hex(data[pos:pos + 32]), size))
+            pos += _SHARD_ENTRY
+    raise ValueError("xet shard ends inside its file-info section")
+
+
+class XetStorage:
+    """The emulator's Xet storage: a real hf_xet ``local://`` store, and what the Hub knows about it.
+
+    Clients upload with the real hf_xet: the ``xet-write-token`` route hands them ``local://<root>`` as the CAS
+    address, and hf_xet chunks, deduplicates and writes xorbs and shards there itself. A commit then names an
+    uploaded file only by its sha256 (``lfsFile``); the Hub learns which Xet file that is from the uploaded shards,
+    whose file records carry the Xet hash, the segments and (metadata extension) the sha256 - exactly what
+    :func:`parse_xet_shard` reads. File bodies are rebuilt from the store with hf_xet's own download API, lazily,
+    the first time a body is needed.
+
+    hf_xet's local store admits one process at a time (its dedup index is a locked redb file, held while a session
+    lives). So the emulator opens it only for the duration of one call, retries while another process holds it,
+    and tests never run two client processes that upload through Xet at the same time.
+    """
+
+    LOCK_WAIT_S = 30.0
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._io_lock = threading.Lock()
+        self._shards_read: set[str] = set()
+        self._by_sha256: dict[str, XetFile] = {}
+        self.tokens: dict[str, tuple[str, str, bool]] = {}  # issued xet token -> (repo type, repo id, write)
+
+    @property
+    def address(self) -> str:
+        """The CAS address the token routes answer (``X-Xet-Cas-Url``)."""
+        return f"local://{self.root}"
+
+    def issue_token(self, repo: Repo, write: bool) -> tuple[str, int]:
+        """A short-lived Xet token for one repo (never the Hub token) and its expiry (unix seconds)."""
+        token = f"xet_{'write' if write else 'read'}_{uuid.uuid4().hex}"
+        with self._lock:
+            self.tokens[token] = (repo.repo_type, repo.repo_id, write)
+        return token, int(time.time()) + 3600
+
+    # -- the index the Hub keeps ---------------------------------------------------------------------------------
+
+    def _shard_files(self) -> list[Path]:
+        return sorted(p for p in self.root.rglob("*.mdb") if p.parent.name == "shards" and p.is_file())
+
+    def refresh(self) -> None:
+        """Read the shards uploaded since the last call."""
+        with self._lock:
+            for path in self._shard_files():
+                if path.name in self._shards_read:
+                    continue
+                try:
+                    files = parse_xet_shard(path.read_bytes())
+                except (OSError, ValueError, struct.error):
+                    continue  # a shard still being written: read it next time
+                self._shards_read.add(path.name)
+                for f in files:
+                    self._by_sha256.setdefault(f.sha256, f)
+
+    def lookup(self, sha256: str) -> XetFile | None:
+        """The Xet file whose content has this sha256, if any client (or :meth:`put`) stored one."""
+        with self._lock:
+            hit = self._by_sha256.get(sha256)
+        if hit is None:
+            self.refresh()
+            with self._lock:
+                hit = self._by_sha256.get(sha256)
+        return hit
+
+    def stored_bytes(self) -> dict[str, int]:
+        """Bytes of the server side of the store: xorbs (chunk data) and shards (metadata)."""
+        xorbs = sum(p.stat().st_size for p in self.root.rglob("*")
+                    if p.is_file() and p.parent.name == "xorbs" and not p.name.endswith((".tagset", ".redb")))
+        shards = sum(p.stat().st_size for p in self._shard_files())
+        return {"xorbs": xorbs, "shards": shards, "total": xorbs + shards}
+
+    # -- hf_xet calls (one short session each) ---------------------------------------------------------------------
+
+    def _with_session(self, fn):
+        import gc
+
+        import hf_xet
+
+        deadline = time.monotonic() + self.LOCK_WAIT_S
+        with self._io_lock:
+            while True:
+                session = hf_xet.XetSession()
+                try:
+                    return fn(hf_xet, session)
+                except RuntimeError as err:
+                    if "already open" not in str(err) or time.monotonic() > deadline:
+                        raise
+                finally:
+                    del session
+                    gc.collect()  # drop the session now: it holds the store's lock while it lives
+                time.sleep(0.1)
+
+    def put(self, source: Path | bytes, sha256: str) -> XetFile:
+        """Store a file through hf_xet (what seeding a Xet-backed repo does); returns its Xet identity."""
+
+        def upload(hf_xet, session):
+            with session.new_upload_commit(endpoint=self.address) as commit:
+                if isinstance(source, Path):
+                    handle = commit.start_upload_file(str(source), sha256=sha256)
+                else:
+                    handle = commit.start_upload_bytes(bytes(source), sha256=sha256)
+            info = handle.result().xet_info
+            return XetFile(info.hash, sha256, int(info.file_size))
+
+        xf = self._with_session(upload)
+        with self._lock:
+            self._by_sha256.setdefault(sha256, xf)
+        return xf
+
+    def fetch(self, xf: XetFile, dest: Path) -> None:
+        """Rebuild a file's bytes from the store with hf_xet's download API."""
+
+        def download(hf_xet, session):
+            with session.new_file_download_group(endpoint=self.address) as group:
+                group.start_download_file(hf_xet.XetFileInfo(xf.xet_hash, xf.size), str(dest))
+
+        self._with_session(download)
+
+
 class RepoViews:
     """The JSON shapes the client parses (model_info, tree/paths-info entries), computed from a commit snapshot."""
 
@@ -1949,7 +2199,9 @@ class RepoViews:
             out = {"type": "file", "oid": e.git_oid, "size": e.size, "path": path}
             if e.lfs:
                 out["lfs"] = {"oid": e.sha256, "size": e.size, "pointerSize": e.pointer_size}
-                if xet_hash:
+                if e.xet_hash:
+                    out["xetHash"] = e.xet_hash
+                elif xet_hash:  # stand-in (see HubEmulator's emit_xet_hash)
                     out["xetHash"] = e.sha256
         if expand:
             last = self._last_commit(repo, commit, path, kind == "directory")
@@ -2058,6 +2310,7 @@ class HubEmulator:
         commits_page_size: int = 50,
         initial_gitattributes: bool = True,
         emit_xet_hash: bool = True,
+        xet: bool = False,
     ):
         """
         Args:
@@ -2071,8 +2324,10 @@ class HubEmulator:
                 transfer (``chunk_size`` + numbered part URLs + completion URL). Settable at runtime.
             tree_page_size(_expand) / commits_page_size: pagination (``Link: rel="next"``).
             initial_gitattributes: new repos get the Hub's "initial commit" with a ``.gitattributes``.
-            emit_xet_hash: tree/paths-info entries of LFS files carry ``xetHash`` like on the Hub; the client needs it
-                for cross-repo copies. Harmless as long as the client runs with xet disabled.
+            emit_xet_hash: without ``xet``, tree/paths-info entries of LFS files carry a stand-in ``xetHash`` (their
+                sha256): the client needs one for cross-repo copies. Harmless as long as the client runs with xet
+                disabled. Ignored with ``xet``, where only Xet-backed files carry their real Xet hash.
+            xet: speak Xet (see :meth:`enable_xet`); also switchable later with :meth:`enable_xet`.
         """
         self._own_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="hub-emulator-")) if root is None else Path(root)
@@ -2095,6 +2350,11 @@ class HubEmulator:
         self.tree_page_size_expand = tree_page_size_expand
         self.commits_page_size = commits_page_size
         self.emit_xet_hash = emit_xet_hash
+        self.xet_enabled = False
+        self._xet: XetStorage | None = None
+        self._blob_lock = threading.Lock()
+        if xet:
+            self.enable_xet()
         self._users: dict[str, User] = {}
         # Conveniences filled by the test fixture (tests/emulator_fixtures.py): default user/token etc.
         self.user: str | None = None
@@ -2192,6 +2452,75 @@ class HubEmulator:
         """The resolve URL of a file (what ``hf_hub_url(..., endpoint=emu.endpoint)`` builds)."""
         return f"{self.endpoint}/{_URL_PREFIX[repo_type]}{repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
 
+    # -- Xet -----------------------------------------------------------------------------------------------------
+
+    def enable_xet(self, root: str | Path | None = None) -> XetStorage:
+        """Speak Xet, like today's Hub: the ``xet-write-token`` / ``xet-read-token`` routes answer with a real
+        hf_xet ``local://`` store (``root``, default ``<emulator root>/xet-cas``), commits accept files uploaded
+        there, resolve redirects of Xet-backed files carry ``X-Xet-Hash`` and ``Link: <...>; rel="xet-auth"``,
+        tree/paths-info entries carry their real ``xetHash`` (no stand-ins), and :meth:`seed` stores LFS files in
+        Xet too unless told ``xet=False`` (a classic LFS repo). The client must run with xet enabled to use it.
+        """
+        if self._xet is None or root is not None:
+            self._xet = XetStorage(Path(root) if root is not None else self.root / "xet-cas")
+        self.xet_enabled = True
+        return self._xet
+
+    @property
+    def xet(self) -> XetStorage:
+        """The Xet store (created on first use; see :meth:`enable_xet`)."""
+        if self._xet is None:
+            self._xet = XetStorage(self.root / "xet-cas")
+        return self._xet
+
+    @property
+    def xet_stand_in(self) -> bool:
+        """Whether tree/paths-info show the sha256 as ``xetHash`` of LFS files that have no real Xet hash."""
+        return self.emit_xet_hash and not self.xet_enabled
+
+    def xet_uploaded(self, repo: Repo, sha256: str) -> None:
+        """A commit names a file found in Xet storage: the repo may reference it if it was given a write token
+        (the uploads of a Xet write token count for the repo it was issued for)."""
+        granted = any(write and (t, r) == (repo.repo_type, repo.repo_id) for t, r, write in self.xet.tokens.values())
+        if granted:
+            with self.store.lock:
+                repo.lfs_oids.add(sha256)
+
+    def blob_path(self, sha256: str) -> Path | None:
+        """Where a blob's bytes are, rebuilding a file that so far exists only in Xet storage; None if unknown."""
+        if self.blobs.exists(sha256):
+            return self.blobs.path(sha256)
+        xf = self.xet.lookup(sha256) if self._xet is not None else None
+        if xf is None:
+            return None
+        with self._blob_lock:
+            if not self.blobs.exists(sha256):
+                tmp = self.blobs.temp_path()
+                try:
+                    self.xet.fetch(xf, tmp)
+                    with open(tmp, "rb") as f:
+                        h = hashlib.file_digest(f, "sha256").hexdigest()
+                    if h != sha256:
+                        raise HubError(500, f"Xet file {xf.xet_hash} rebuilt to sha256 {h}, expected {sha256}")
+                    self.blobs.adopt(tmp, sha256)
+                finally:
+                    tmp.unlink(missing_ok=True)
+        return self.blobs.path(sha256)
+
+    def set_storage_region(self, repo_id: str, region: str, *, repo_type: str = "model") -> None:
+        """Put a repo in another storage region: server-side copies to or from it then fail per file."""
+        repo = self.repo(repo_id, repo_type)
+        with self.store.lock:
+            repo.region = region
+
+    def xet_hash(self, repo_id: str, path: str, revision: str = "main", *, repo_type: str = "model") -> str | None:
+        """The Xet hash of a file (None for regular and classic LFS files)."""
+        return self.entries(repo_id, revision, repo_type=repo_type)[path].xet_hash
+
+    def xet_bytes_stored(self) -> int:
+        """Bytes Xet storage holds (xorbs + shards): its growth is what clients actually uploaded through Xet."""
+        return self.xet.stored_bytes()["total"] if self._xet is not None else 0
+
     # -- upload policy and LFS uploads -------------------------------------------------------------------------
 
     def wants_lfs(self, path: str, size: int, sample: bytes, lfs_patterns: list[str]) -> bool:
@@ -2225,13 +2554,15 @@ class HubEmulator:
         lfs: bool | Iterable[str] | None = None,
         author: str = "system",
         create_branch: bool = True,
+        xet: bool | None = None,
     ) -> str:
         """Commit ``files`` to ``branch`` directly (creating repo and branch if needed); returns the commit sha.
 
         Values: ``bytes``/``str`` content, a ``Path`` (streamed into the store, fine for big files), or ``None``
         to delete that path. Files not listed are kept unless ``replace=True``. LFS vs regular follows the same
         rule as the preupload endpoint unless ``lfs`` is given (True/False for all, or the set of LFS paths).
-        Every call makes a new commit, even an empty one.
+        LFS files are also stored in Xet (Xet-backed, with a real Xet hash) when the emulator speaks Xet, unless
+        ``xet=False`` (a classic LFS repo). Every call makes a new commit, even an empty one.
         """
         repo, _ = self.store.create_repo(repo_type, repo_id, private=private)
         with self.store.lock:
@@ -2239,12 +2570,13 @@ class HubEmulator:
                 if not create_branch:
                     raise HubError.revision_not_found(branch)
                 repo.branches[branch] = repo.branches["main"]
-        ops = self._seed_ops(repo, branch, files, replace=replace, lfs=lfs)
+        ops = self._seed_ops(repo, branch, files, replace=replace, lfs=lfs,
+                             xet=self.xet_enabled if xet is None else xet)
         commit, _ = self.store.apply_commit(repo, branch, ops, title=message, author=author)
         return commit.id
 
     def _seed_ops(self, repo: Repo, rev: str, files: dict, *, replace: bool = False,
-                  lfs: bool | Iterable[str] | None = None) -> list[tuple]:
+                  lfs: bool | Iterable[str] | None = None, xet: bool = False) -> list[tuple]:
         """Store the contents and turn ``files`` into commit operations against the head of ``rev``."""
         base = self.store.commit_at(repo, rev)
         patterns = self.store.lfs_patterns(base)
@@ -2267,17 +2599,21 @@ class HubEmulator:
                 is_lfs = lfs and size > 0
             else:
                 is_lfs = self.wants_lfs(path, size, self.blobs.sample(sha), patterns)
+            xet_hash = None
             if is_lfs:
                 with self.store.lock:
                     repo.lfs_oids.add(sha)
-            ops.append(("put", path, self.store.entry_for_blob(sha, size, is_lfs)))
+                if xet:
+                    known = self.xet.lookup(sha)
+                    xet_hash = (known or self.xet.put(self.blobs.path(sha), sha)).xet_hash
+            ops.append(("put", path, self.store.entry_for_blob(sha, size, is_lfs, xet_hash=xet_hash)))
         return ops
 
     def concurrent_commit(self, repo: Repo, rev: str, fault: Fault) -> None:
         """What ``stale_parent`` does: another writer lands a commit on the branch first."""
         if repo.branch_ref(rev) is None:
             return  # the real commit will fail on its own (unknown branch)
-        ops = self._seed_ops(repo, rev, fault.params.get("files") or {})
+        ops = self._seed_ops(repo, rev, fault.params.get("files") or {}, xet=self.xet_enabled)
         self.store.apply_commit(repo, rev, ops, title=fault.params["message"], author="concurrent-writer")
 
     def commits(self, repo_id: str, branch: str = "main", *, repo_type: str = "model") -> list[Commit]:
@@ -2304,7 +2640,7 @@ class HubEmulator:
         entries = self.entries(repo_id, revision, repo_type=repo_type)
         if path not in entries:
             raise KeyError(f"{path} not in {repo_id}@{revision}")
-        return self.blobs.path(entries[path].sha256)
+        return self.blob_path(entries[path].sha256) or self.blobs.path(entries[path].sha256)
 
     def file_bytes(self, repo_id: str, path: str, revision: str = "main", *, repo_type: str = "model") -> bytes:
         return self.file_path(repo_id, path, revision, repo_type=repo_type).read_bytes()
