@@ -62,10 +62,13 @@ def hy3_manifest() -> dict:
             "total": 46000,
             "padded": 300,
             "copied": 45700,
-            "padded_groups": [
-                "model.layers.*.self_attn.q_proj.weight",
-                "model.layers.*.self_attn.k_proj.weight",
-                "model.layers.0.mlp.down_proj.weight_packed",
+            "padded_groups": [  # as hubpad.json records them (Plan.padded_groups)
+                {"pattern": "model.layers.*.self_attn.q_proj.weight", "before": [8192, 4096],
+                 "after": [9216, 4096], "count": 80, "bytes_added": 167772160},
+                {"pattern": "model.layers.*.self_attn.k_proj.weight", "before": [1024, 4096],
+                 "after": [1152, 4096], "count": 80, "bytes_added": 41943040},
+                {"pattern": "model.layers.0.mlp.down_proj.weight_packed", "before": [4096, 6656],
+                 "after": [4096, 6720], "count": 1, "bytes_added": 262144},
             ],
         },
         "vocab": {
@@ -119,7 +122,12 @@ def llama_manifest() -> dict:
         "total": 291,
         "padded": 160,
         "copied": 131,
-        "padded_groups": ["model.layers.*.self_attn.q_proj.weight", "model.layers.*.mlp.down_proj.weight"],
+        "padded_groups": [
+            {"pattern": "model.layers.*.self_attn.q_proj.weight", "before": [4096, 4096], "after": [4608, 4096],
+             "count": 32, "bytes_added": 134217728},
+            {"pattern": "model.layers.*.mlp.down_proj.weight", "before": [4096, 14336], "after": [4096, 14592],
+             "count": 32, "bytes_added": 67108864},
+        ],
     }
     m["vocab"] = {
         "size": 128256,
@@ -219,8 +227,8 @@ def test_body_attribution_first_then_dims_groups_files_provenance():
         assert f"`{d['config_key']}`" in body
     for r in m["rank_table"]:
         assert f"| {r['total']} | {r['per_rank']} |" in body
-    for group in m["tensors"]["padded_groups"]:
-        assert f"`{group}`" in body
+    for g in m["tensors"]["padded_groups"]:
+        assert f"`{g['pattern']}`: {' × '.join(map(str, g['before']))} → {' × '.join(map(str, g['after']))}" in body
     for f in m["files"]["copied"]:
         assert f"`{f}`" in body
     assert f"{m['tensors']['copied']} copied byte for byte" in body
@@ -713,3 +721,19 @@ def test_local_upstream():
     assert meta["license_link"] == "LICENSE"
     assert any("broken" in w for w in result.warnings)
     assert "https://huggingface.co//data" not in body and "`/data/models/Hy3-NVFP4-FP8`" in body
+
+
+def test_card_lists_padded_groups_from_a_real_run(tmp_path):
+    """The padded tensor groups section renders from the hubpad.json a real mirror writes (not a fixture)."""
+    from hubpad.app.demo import run_demo
+
+    run_demo(tmp_path)
+    target = tmp_path / "Tiny-Hy3-NVFP4-FP8-TP3"
+    manifest = json.loads((target / "hubpad.json").read_text())
+    groups = manifest["tensors"]["padded_groups"]
+    assert groups and all(isinstance(g, dict) for g in groups)
+    body = (target / "README.md").read_text()
+    assert "Padded tensor groups:" in body
+    for g in groups:
+        line = f"* `{g['pattern']}`: {' × '.join(map(str, g['before']))} → {' × '.join(map(str, g['after']))}"
+        assert line in body, line
