@@ -4,6 +4,11 @@ Staging makes every finished shard durable on the Hub as soon as it exists (a ki
 staging manifest), while readers of the target branch never see a half-updated repo: the publish commit
 copies the staged shards server-side and adds the small files, guarded by `parent_commit`. The published
 commit is then tagged, so the recipe's `model_revision` pins exactly the weights it was rendered for.
+
+Untouched upstream files are copied server-side too (cross-repo `CommitOperationCopy`). The Hub can do that for
+an LFS file only when it is stored in Xet (its paths-info entry has a `xetHash`) and both repos share a storage
+region; otherwise the file is streamed from the upstream (sha256 checked), staged like a shard and copied from
+the staging branch, with one log line saying so.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from hubpad.formats.manifest import dumps, same_build
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
 from hubpad.publish.base import Publisher, Summary
-from hubpad.source.base import Source
-from hubpad.source.hub_api import api_for, hub_errors, read_repo_file, whoami_name
+from hubpad.source.base import FileEntry, Source, VerifiedReader
+from hubpad.source.hub_api import (api_for, copy_without_xet_hash, duplication_failure, duplication_failures,
+                                   hub_errors, read_repo_file, whoami_name)
 from hubpad.util.hashing import file_sha256
 from hubpad.util.log import log
 from hubpad.util.refs import derive_target
@@ -32,6 +38,7 @@ from hubpad.util.sizes import human
 STAGING_BRANCH = "hubpad-staging"
 # One small record per staged shard (not one shared file), so parallel part jobs never overwrite each other.
 STAGING_DIR = ".hubpad-staging"
+PATHS_INFO_BATCH = 500  # paths per paths-info request (what huggingface_hub itself sends)
 
 
 def default_target(source: Source, tp: int, api) -> str:
@@ -63,7 +70,10 @@ class HubPublisher(Publisher):
         self.existing: dict | None = None
         self.staged: dict[str, dict] = {}
         self.files: dict[str, bytes] = {}
-        self.copies: list = []
+        self.copies: list = []  # uploads of a local upstream's untouched files
+        self.upstream_copies: dict[str, FileEntry] = {}  # untouched files of a Hub upstream: copied server-side
+        self.copy_source: Source | None = None
+        self.streamed: dict[str, str] = {}  # upstream files staged by streaming instead: path -> why
         self.kept_from_staging: list[str] = []
         self.kept_from_target: list[str] = []
         self.built: list[str] = []
@@ -254,14 +264,14 @@ class HubPublisher(Publisher):
         return None
 
     def copy_file(self, source: Source, path: str) -> dict:
-        """Server-side copy from an upstream Hub repo; a local upstream's file is uploaded."""
-        from huggingface_hub import CommitOperationAdd, CommitOperationCopy
+        """Server-side copy from an upstream Hub repo (made in the publish commit); a local upstream's file is
+        uploaded."""
+        from huggingface_hub import CommitOperationAdd
 
         entry = source.files()[path]
         if source.kind == "hub":
-            self.copies.append(CommitOperationCopy(src_path_in_repo=path, path_in_repo=path,
-                                                   src_revision=source.commit, src_repo_id=source.repo_id,
-                                                   src_repo_type="model"))
+            self.copy_source = source
+            self.upstream_copies[path] = entry
             record = {"size": entry.size}
             if entry.sha256:
                 record["sha256"] = entry.sha256
@@ -272,6 +282,84 @@ class HubPublisher(Publisher):
         local = source.local_path(path)
         self.copies.append(CommitOperationAdd(path_in_repo=path, path_or_fileobj=str(local)))
         return {"size": entry.size, "sha256": file_sha256(local)}
+
+    def _copy_ops(self) -> list:
+        """Fresh copy operations for the upstream's untouched files (huggingface_hub mutates them while committing,
+        so a retried commit gets new ones): server-side from the upstream, or from staging when streamed."""
+        from huggingface_hub import CommitOperationCopy
+
+        ops = []
+        for path in self.upstream_copies:
+            if path in self.streamed:
+                ops.append(CommitOperationCopy(src_path_in_repo=path, path_in_repo=path, src_revision=STAGING_BRANCH))
+            else:
+                ops.append(CommitOperationCopy(src_path_in_repo=path, path_in_repo=path,
+                                               src_revision=self.copy_source.commit,
+                                               src_repo_id=self.copy_source.repo_id, src_repo_type="model"))
+        return ops
+
+    def _check_copyable(self) -> None:
+        """Before publishing: LFS files of the upstream that are not in Xet cannot be copied between repos."""
+        source = self.copy_source
+        lfs = [p for p, entry in self.upstream_copies.items() if entry.sha256 and p not in self.streamed]
+        for i in range(0, len(lfs), PATHS_INFO_BATCH):
+            with hub_errors(f"upstream {source.repo_id}: paths-info"):
+                infos = self.api.get_paths_info(source.repo_id, lfs[i:i + PATHS_INFO_BATCH], revision=source.commit)
+            for info in infos:
+                if getattr(info, "lfs", None) is not None and not getattr(info, "xet_hash", None):
+                    self._stream_upstream_file(info.path, "it is stored as classic LFS, not in Xet: no xetHash")
+
+    def _stream_upstream_file(self, path: str, why: str) -> None:
+        """Stage an upstream file the Hub cannot copy server-side: stream it (sha256 checked) and upload it to the
+        staging branch, so the publish commit copies it from there; disk holds one such file at a time."""
+        from huggingface_hub import CommitOperationAdd
+
+        source, entry = self.copy_source, self.upstream_copies[path]
+        if not self._staged_as(path, entry.sha256):
+            if self.max_disk is not None and entry.size > self.max_disk:
+                raise HubpadError(f"{path} ({human(entry.size)}) must be streamed and re-uploaded ({why}) but is "
+                                  f"larger than --max-disk {human(self.max_disk)}")
+            local = self.workdir / f".upstream-{len(self.streamed)}-{Path(path).name}"
+            try:
+                reader = VerifiedReader(source, entry)
+                with open(local, "wb") as f:
+                    for piece in reader.iter_range(0, entry.size):
+                        f.write(piece)
+                digest = reader.finish()  # sha256 checked against the upstream's LFS oid
+                self.summary.bytes_read += reader.bytes_read
+                op = CommitOperationAdd(path_in_repo=path, path_or_fileobj=str(local))
+                op.upload_info.sha256 = bytes.fromhex(digest)
+                with hub_errors(f"target {self.repo_id}: stage upstream file {path}"):
+                    self.api.create_commit(self.repo_id, [op], revision=STAGING_BRANCH,
+                                           commit_message=f"hubpad: stage upstream file {path}")
+                self.summary.bytes_uploaded += entry.size
+            finally:
+                local.unlink(missing_ok=True)
+        self.streamed[path] = why
+        log(f"{path}: the Hub cannot copy it server-side from {source.repo_id} ({why}); streamed it from the "
+            f"upstream (sha256 checked) and uploaded it instead")
+
+    def _staged_as(self, path: str, sha256: str | None) -> bool:
+        """Whether an earlier run already staged this exact upstream file (a resumed publish)."""
+        from huggingface_hub import errors as e
+
+        try:
+            infos = self.api.get_paths_info(self.repo_id, [path], revision=STAGING_BRANCH)
+        except e.HfHubHTTPError:
+            return False
+        return any(getattr(getattr(i, "lfs", None), "sha256", None) == sha256 for i in infos)
+
+    def _not_copied(self, exc: BaseException) -> dict[str, str]:
+        """The upstream files a failed server-side copy names ({path: why}); {} when it names none of ours."""
+        remaining = {p: entry for p, entry in self.upstream_copies.items() if entry.sha256 and p not in self.streamed}
+        no_xet = copy_without_xet_hash(exc)
+        if no_xet is not None:
+            return {p: "it is stored as classic LFS, not in Xet: no xetHash"
+                    for p in remaining if f"'{p}'" in str(exc)} or {p: no_xet for p in remaining}
+        failed = duplication_failures(exc)
+        named = {p: f"the Hub refused: {failed[entry.sha256]}" for p, entry in remaining.items()
+                 if entry.sha256 in failed}
+        return named or {p: f"the Hub refused: {duplication_failure(exc)}" for p in remaining}
 
     def target_info(self) -> dict:
         return {"repo": self.repo_id, "kind": "hub", "branch": self.branch}
@@ -286,37 +374,55 @@ class HubPublisher(Publisher):
         from huggingface_hub import errors as e
 
         self._wait_upload()
+        if self.upstream_copies:
+            self._check_copyable()
         names = [s["name"] for s in manifest["shards"]]
-        ops: list = []
-        for name in names:
-            if name in self.built or name in self.kept_from_staging:
-                ops.append(CommitOperationCopy(src_path_in_repo=name, path_in_repo=name, src_revision=STAGING_BRANCH))
-        ops += self.copies
-        for path, data in self.files.items():
-            ops.append(CommitOperationAdd(path_in_repo=path, path_or_fileobj=data))
-        keep = set(names) | set(self.files) | {op.path_in_repo for op in self.copies}
+        keep = set(names) | set(self.files) | {op.path_in_repo for op in self.copies} | set(self.upstream_copies)
         ours = set()
         if self.existing:
             ours |= {s["name"] for s in self.existing.get("shards", [])}
             ours |= set(self.existing.get("files", {}).get("copied", []))
             ours |= set(self.existing.get("files", {}).get("generated", []))
-        for path in sorted((ours & self.existing_files) - keep):
-            ops.append(CommitOperationDelete(path_in_repo=path))  # only files hubpad itself published before
         upstream = manifest["upstream"]
         message = f"hubpad: pad {upstream['repo']}@{(upstream.get('commit') or 'local')[:12]} for TP={manifest['tp']}"
-        try:
-            info = self.api.create_commit(self.repo_id, ops, revision=self.branch, parent_commit=self.base_commit,
-                                          commit_message=message,
-                                          commit_description=f"{len(self.built)} shard(s) built, "
-                                                             f"{len(self.kept_from_target) + len(self.kept_from_staging)}"
-                                                             f" reused. Provenance in {MANIFEST}.")
-        except e.HfHubHTTPError as exc:
-            status = getattr(getattr(exc, "response", None), "status_code", None)
-            if status in (409, 412):
-                raise HubpadError(f"target {self.repo_id} changed while this run was publishing (another publisher?):"
-                                  f" nothing was published; staged shards are kept, re-run to retry") from None
-            with hub_errors(f"target {self.repo_id}: publish"):
-                raise
+        for attempt in (1, 2):
+            ops: list = []
+            for name in names:
+                if name in self.built or name in self.kept_from_staging:
+                    ops.append(CommitOperationCopy(src_path_in_repo=name, path_in_repo=name,
+                                                   src_revision=STAGING_BRANCH))
+            ops += self.copies + self._copy_ops()
+            for path, data in self.files.items():
+                ops.append(CommitOperationAdd(path_in_repo=path, path_or_fileobj=data))
+            for path in sorted((ours & self.existing_files) - keep):
+                ops.append(CommitOperationDelete(path_in_repo=path))  # only files hubpad itself published before
+            try:
+                info = self.api.create_commit(
+                    self.repo_id, ops, revision=self.branch, parent_commit=self.base_commit, commit_message=message,
+                    commit_description=f"{len(self.built)} shard(s) built, "
+                                       f"{len(self.kept_from_target) + len(self.kept_from_staging)}"
+                                       f" reused. Provenance in {MANIFEST}.")
+                break
+            except e.HfHubHTTPError as exc:
+                status = getattr(getattr(exc, "response", None), "status_code", None)
+                if status in (409, 412):
+                    raise HubpadError(f"target {self.repo_id} changed while this run was publishing (another "
+                                      f"publisher?): nothing was published; staged shards are kept, re-run to retry"
+                                      ) from None
+                with hub_errors(f"target {self.repo_id}: publish"):
+                    raise
+            except (e.FileDuplicationError, ValueError) as exc:
+                # The server-side copy of some upstream files was refused before anything was committed: stream
+                # those files instead and commit again (once).
+                not_copied = self._not_copied(exc) if attempt == 1 and self.upstream_copies else {}
+                if not not_copied or (isinstance(exc, ValueError) and copy_without_xet_hash(exc) is None):
+                    with hub_errors(f"target {self.repo_id}: publish"):
+                        raise
+                for path, why in not_copied.items():
+                    self._stream_upstream_file(path, why)
+            except BaseException:
+                with hub_errors(f"target {self.repo_id}: publish"):
+                    raise
         self.summary.commit = info.oid
         self.summary.url = info.commit_url
         tag = self.published_revision()

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 
-from hubpad.errors import HubpadError
+from hubpad.errors import HubError, HubpadError
 from hubpad.util.log import log
 from hubpad.util.redact import redact
 
@@ -88,7 +89,7 @@ def _retry_after(value: str | None) -> float | None:
 
 @contextmanager
 def hub_errors(what: str):
-    """Turn huggingface_hub/httpx exceptions into one clear line (tokens redacted)."""
+    """Turn huggingface_hub/httpx/hf_xet exceptions into one clear line (tokens redacted)."""
     from huggingface_hub import errors as e
     from huggingface_hub.utils import httpx
 
@@ -96,6 +97,8 @@ def hub_errors(what: str):
         yield
     except HubpadError:
         raise
+    except e.FileDuplicationError as exc:
+        raise HubError(redact(f"{what}: {duplication_failure(exc)}")) from None
     except e.RepositoryNotFoundError:
         raise HubpadError(f"{what}: repository not found, or the token cannot access it") from None
     except e.RevisionNotFoundError:
@@ -110,6 +113,73 @@ def hub_errors(what: str):
         raise HubpadError(redact(f"{what}: Hub error {status or ''} {first}".replace("  ", " "))) from None
     except (httpx.TransportError, httpx.StreamError) as exc:
         raise HubpadError(redact(f"{what}: network error ({type(exc).__name__}: {exc})")) from None
+    except (ValueError, OSError, RuntimeError) as exc:
+        message = copy_without_xet_hash(exc) or xet_failure(exc)
+        if message is None:
+            raise
+        raise HubError(redact(f"{what}: {message}")) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__
+
+
+_NO_XET_HASH = re.compile(r"Cannot duplicate LFS file '(?P<path>.+?)' from (?P<repo>\S+?): file has no xet hash")
+
+
+def copy_without_xet_hash(exc: BaseException) -> str | None:
+    """huggingface_hub's ValueError for a cross-repo copy whose source is classic LFS (no xetHash), as one line."""
+    m = _NO_XET_HASH.search(str(exc)) if isinstance(exc, ValueError) else None
+    if m is None:
+        return None
+    return (f"cannot copy {m['path']} server-side from {m['repo']}: it is stored as classic LFS, not in Xet "
+            f"(no xetHash), and the Hub copies only Xet files between repos")
+
+
+def duplication_failures(exc: BaseException) -> dict[str, str]:
+    """{sha256: reason} of the files a FileDuplicationError names (its message lists `  - <sha256>: <error>`)."""
+    return {m[1]: m[2].strip() for m in re.finditer(r"^\s*-\s*([0-9a-f]{64}):\s*(.*)$", str(exc), re.M)}
+
+
+def duplication_failure(exc: BaseException) -> str:
+    """A FileDuplicationError (server-side cross-repo copy refused per file) as one line."""
+    failed = duplication_failures(exc)
+    head = _first_line(exc).rstrip(":")
+    if not failed:
+        return f"server-side copy failed ({head})"
+    sha, reason = next(iter(failed.items()))
+    more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+    return f"server-side copy failed for {len(failed)} file(s) ({head}: {sha[:12]}… {reason}{more})"
+
+
+# hf_xet's error texts start like this (xet-core's error Display), whatever Python class carries them.
+_XET_PREFIXES = ("Network error:", "Server error:", "Task error:", "I/O error:", "Internal error:",
+                 "Authentication error:", "Runtime error:", "Client error:")
+_XET_TOKEN_ROUTE = re.compile(r"\((\d{3})[^)]*\)[^/]*domain: \S*/xet-(write|read)-token/")
+
+
+def xet_failure(exc: BaseException) -> str | None:
+    """An hf_xet exception (Xet storage upload/download) as one actionable line; None if it is not one."""
+    try:
+        import hf_xet
+    except ImportError:  # pragma: no cover - hf_xet ships with huggingface_hub on every supported platform
+        hf_xet = None
+    first = _first_line(exc)
+    if hf_xet is not None and isinstance(exc, hf_xet.XetAuthenticationError):
+        return (f"Xet storage refused the access token ({first}); check that HF_TOKEN has write access to "
+                f"the repo, then re-run")
+    if hf_xet is not None and isinstance(exc, hf_xet.XetObjectNotFoundError):
+        return f"Xet storage has no data for a file this run needs ({first}); re-run to upload it again"
+    route = _XET_TOKEN_ROUTE.search(str(exc))
+    if route and isinstance(exc, OSError):
+        status, kind = route.groups()
+        need = "write access to" if kind == "write" else "read access to"
+        return (f"the Hub refused a Xet {kind} token (HTTP {status} from xet-{kind}-token); check that HF_TOKEN "
+                f"has {need} the repo, then re-run")
+    if type(exc) in (OSError, ConnectionError, TimeoutError, RuntimeError) and first.startswith(_XET_PREFIXES):
+        return f"Xet transfer failed ({type(exc).__name__}: {first}); re-run to resume"
+    return None
 
 
 def whoami_name(api) -> str:
