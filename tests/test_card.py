@@ -737,3 +737,35 @@ def test_card_lists_padded_groups_from_a_real_run(tmp_path):
     for g in groups:
         line = f"* `{g['pattern']}`: {' × '.join(map(str, g['before']))} → {' × '.join(map(str, g['after']))}"
         assert line in body, line
+
+
+def test_mirrors_file_recipe_overrides_reach_the_recipe_and_survive_a_refresh(tmp_path):
+    """`recipe:` in hubpad.yaml is merged into the generated sparkrun recipe (mappings key by key)."""
+    import yaml
+
+    from hubpad.testing import build_tiny_hy3
+    from tests.helpers import cli
+
+    upstream, target = build_tiny_hy3(tmp_path / "up"), tmp_path / "out"
+    (tmp_path / "hubpad.yaml").write_text(
+        "mirrors:\n  - upstream: ./up\n    target: ./out\n    tp: 3\n"
+        "    recipe: {container: 'example/vllm:1', env: {VLLM_MARLIN_USE_ATOMIC_ADD: '1'}, defaults: {max_num_seqs: 8}}\n")
+    r = cli("mirror", str(upstream), "--to", str(target), "--config", str(tmp_path / "hubpad.yaml"))
+    assert r.exit_code == 0, r.output
+    (recipe_path,) = target.glob("*.yaml")
+    recipe = yaml.safe_load(recipe_path.read_text())
+    assert recipe["container"] == "example/vllm:1" and recipe["env"] == {"VLLM_MARLIN_USE_ATOMIC_ADD": "1"}
+    assert recipe["defaults"]["max_num_seqs"] == 8 and recipe["defaults"]["tensor_parallel"] == 3  # merged, not replaced
+    assert recipe["command"].startswith("vllm serve {model}") and recipe_path.read_text().startswith("# sparkrun recipe")
+    before = recipe_path.read_text()
+    r = cli("card", str(target))
+    assert r.exit_code == 0, r.output
+    assert recipe_path.read_text() == before  # hubpad card renders the same recipe from hubpad.json
+
+
+def test_mirrors_file_recipe_cannot_repoint_the_model(tmp_path):
+    from tests.helpers import cli
+
+    (tmp_path / "hubpad.yaml").write_text("mirrors:\n  - upstream: org/model\n    recipe: {model: evil/other}\n")
+    r = cli("check", "--config", str(tmp_path / "hubpad.yaml"))
+    assert r.exit_code == 1 and "recipe.model cannot be overridden" in r.stderr and "Traceback" not in r.stderr

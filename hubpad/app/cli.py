@@ -154,6 +154,8 @@ class Job:
             self.serving = dict(spec.serving_overrides())
             if "container_image" in self.serving:
                 self.serving["container"] = self.serving.pop("container_image")
+            if spec.recipe:
+                self.serving["recipe"] = spec.recipe_overrides()  # merged into the sparkrun recipe when rendered
         if tp is None:
             raise HubpadError("--tp is required (or an entry in --config)")
         self.src, self.tp, self.dst, self.revision = src, tp, dst, revision

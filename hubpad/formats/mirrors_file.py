@@ -11,7 +11,7 @@ mirrors:
     max_disk: 60GB                        # optional disk budget for the work directory
     private: false
     serving: {tool_call_parser: hy_v3, extra_args: [--max-model-len, "32768"]}
-    recipe: {container: ...}              # free-form overrides for the generated sparkrun recipe
+    recipe: {container: ...}              # merged into the generated sparkrun recipe (not model/model_revision)
 ```
 
 Entries inherit `defaults`; `serving` and `recipe` are merged key by key (the entry wins). Every problem is a
@@ -40,6 +40,8 @@ DEFAULT_SHARD_SIZE = 5_000_000_000  # "5GB", the CLI's --shard-size default
 TOP_KEYS = ("defaults", "mirrors")
 ENTRY_KEYS = ("upstream", "target", "tp", "revision", "shard_size", "max_disk", "private", "serving", "recipe")
 DEFAULT_KEYS = tuple(k for k in ENTRY_KEYS if k not in ("upstream", "target"))
+# Recipe keys that say which weights run: they follow from the derivative itself and are never overridden.
+PINNED_RECIPE_KEYS = ("model", "model_revision")
 SERVING_KEYS = ("tool_call_parser", "reasoning_parser", "speculative_config", "extra_args", "container_image")
 
 
@@ -204,6 +206,9 @@ def parse_mirrors(
         merged: dict[str, Any] = {**defaults, **values}
         for key in ("serving", "recipe"):
             merged[key] = {**defaults.get(key, {}), **values.get(key, {})}
+        for key in PINNED_RECIPE_KEYS:
+            if key in merged["recipe"]:
+                raise where.error(f"recipe.{key} cannot be overridden: hubpad pins it to the derivative it publishes")
         spec = MirrorSpec(
             upstream=upstream,
             target=target,

@@ -23,6 +23,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from hubpad import __version__
 from hubpad.errors import HubpadError
+from hubpad.formats.mirrors_file import PINNED_RECIPE_KEYS
 from hubpad.render.paths import builtin_templates_dir
 from hubpad.render.upstream_card import FRONT_MATTER, OWNER_END, OWNER_START, extract_owner_section, parse_card_metadata
 from hubpad.util.refs import is_repo_id
@@ -107,7 +108,7 @@ def render_derivative(
     env = _environment(templates_dir)
     files = {
         "README.md": _render(env, "README.md.j2", ctx),
-        ctx["recipe_file"]: _render(env, "recipe.yaml.j2", ctx),
+        ctx["recipe_file"]: apply_recipe_overrides(_render(env, "recipe.yaml.j2", ctx), ctx["recipe_overrides"]),
     }
     if ctx["vocab_patch"]:
         for path, template in PATCH_TEMPLATES.items():
@@ -535,6 +536,7 @@ def _recipe(manifest: dict, target_repo: str, published_commit: str | None, tp: 
         "recipe_defaults": defaults,
         "recipe_quantization": method if method in SPARKRUN_QUANTIZATION else None,
         "upstream_tp_values": [int(v) for v in serving.get("upstream_tp_values") or []],
+        "recipe_overrides": serving.get("recipe") or {},
     }
 
 
@@ -658,6 +660,43 @@ def _render(env: SandboxedEnvironment, name: str, ctx: dict[str, Any]) -> str:
         return env.get_template(name).render(ctx)
     except TemplateError as exc:
         raise HubpadError(f"template {name}: {exc}") from exc
+
+
+def apply_recipe_overrides(text: str, overrides: dict[str, Any]) -> str:
+    """The rendered recipe with the mirrors file's `recipe:` overrides merged in (mappings key by key).
+
+    The template's comment header is kept; the body is dumped again by yaml, so any value stays valid YAML.
+    """
+    if not overrides:
+        return text
+    if not isinstance(overrides, dict):
+        raise HubpadError("serving.recipe (the mirrors file's recipe:) must be a mapping")
+    for key in PINNED_RECIPE_KEYS:
+        if key in overrides:
+            raise HubpadError(f"recipe.{key} cannot be overridden: hubpad pins it to the derivative it publishes")
+    try:
+        recipe = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise HubpadError(f"rendered recipe is not valid YAML: {exc}") from exc
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    body = yaml.dump(_merged(recipe, overrides), Dumper=_RecipeDumper, sort_keys=False, allow_unicode=True,
+                     width=float("inf"))
+    return header + body
+
+
+def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in overrides.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+class _RecipeDumper(yaml.SafeDumper):
+    """Multi-line strings (the serve command) as `|` blocks, as a person writes a recipe."""
+
+
+_RecipeDumper.add_representer(
+    str, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", v, style="|" if "\n" in v else None))
 
 
 def _check_outputs(files: dict[str, str], ctx: dict[str, Any]) -> None:
