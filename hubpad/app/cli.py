@@ -68,7 +68,6 @@ class HubpadGroup(click.Group):
 
 
 def _fail(message: str) -> None:
-
     line = " ".join(redact(message).split())
     if in_github_actions():
         gha_error(line)
@@ -171,7 +170,6 @@ def _namespace_or_none() -> str | None:
 
 
 def _build(job: Job, *, force: bool, workdir, parts: tuple[int, int] | None = None):
-
     source = open_source(job.src, job.revision)
     if job.dst is None and source.kind == "local":
         raise HubpadError("--to is required when SRC is a local directory")
@@ -201,7 +199,6 @@ def set_outputs(values: dict) -> None:
 
 
 def _report(summary, publisher, as_json: bool, plan=None) -> None:
-
     set_outputs({"changed": summary.changed, "upstream_sha": summary.upstream_commit or "",
                  "target_commit": summary.commit or "", "target_url": summary.url or "",
                  "target": publisher.label})

@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConflictError, HubpadError
 from hubpad.formats.names import MANIFEST
 from hubpad.publish.hub import release_tag
 from hubpad.render.card import render_derivative
@@ -49,7 +49,6 @@ def refresh_card(dst: str, *, upstream: str | None = None, templates_dir: Path |
 
 
 def _upstream_cards(upstream: str | None, commit: str | None) -> tuple[str | None, str | None]:
-
     if not upstream:
         return None, None
     if is_local(upstream):
@@ -86,17 +85,14 @@ class _LocalTarget:
 
 class _HubTarget:
     def __init__(self, repo_id: str) -> None:
-
         self.api, self.repo_id = api_for(), repo_id
         with hub_errors(f"target {repo_id}"):
             self.head = self.api.model_info(repo_id).sha
 
     def read(self, path: str) -> bytes | None:
-
         return read_repo_file(self.api, self.repo_id, path, self.head)
 
     def published_revision(self, manifest: dict) -> str | None:
-
         tag = release_tag(manifest.get("upstream", {}).get("commit"), manifest.get("tp", 0))
         with hub_errors(f"target {self.repo_id}: refs"):
             tags = {t.name for t in self.api.list_repo_refs(self.repo_id).tags}
@@ -104,18 +100,13 @@ class _HubTarget:
 
     def write(self, files: dict[str, str]) -> dict:
         from huggingface_hub import CommitOperationAdd
-        from huggingface_hub import errors as e
 
         ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=t.encode()) for p, t in sorted(files.items())]
         try:
-            info = self.api.create_commit(self.repo_id, ops, parent_commit=self.head,
-                                          commit_message="hubpad: refresh model card and recipe")
-        except e.HfHubHTTPError as exc:
-            if getattr(getattr(exc, "response", None), "status_code", None) in (409, 412):
-                raise HubpadError(f"{self.repo_id} changed during the card refresh; nothing committed, re-run") from None
+            # An upload failure (vllm_patch/*.pth go through Xet/LFS) is one line too; nothing is committed.
             with hub_errors(f"target {self.repo_id}: card commit"):
-                raise
-        except Exception:  # an upload failure (vllm_patch/*.pth go through Xet/LFS): one line, nothing committed
-            with hub_errors(f"target {self.repo_id}: card commit"):
-                raise
+                info = self.api.create_commit(self.repo_id, ops, parent_commit=self.head,
+                                              commit_message="hubpad: refresh model card and recipe")
+        except ConflictError:
+            raise ConflictError(f"{self.repo_id} changed during the card refresh; nothing committed, re-run") from None
         return {"commit": info.oid, "url": info.commit_url}

@@ -15,7 +15,6 @@ from hubpad.util.refs import derive_target, is_local
 
 
 def _upstream_sha(src: str, revision: str | None) -> str:
-
     if is_local(src):
         return local_digest(Path(src).expanduser())
 
@@ -24,7 +23,6 @@ def _upstream_sha(src: str, revision: str | None) -> str:
 
 
 def _recorded(target: str) -> dict | None:
-
     if is_local(target):
         p = Path(target).expanduser() / MANIFEST
         return json.loads(p.read_text()) if p.is_file() else None

@@ -6,7 +6,7 @@ import os
 import re
 from contextlib import contextmanager
 
-from hubpad.errors import HubError, HubpadError
+from hubpad.errors import ConflictError, HubError, HubpadError
 from hubpad.util.log import log
 from hubpad.util.redact import redact
 
@@ -24,6 +24,8 @@ def api_for(token: str | None = None):
     return HfApi(endpoint=endpoint(), token=token or get_token())
 
 
+# Answers to a commit whose parent_commit is no longer the branch head: someone else published first.
+CONFLICT_STATUS = (409, 412)
 # Answers the Hub gives for a request it did not carry out (rate limit, overload, gateway): worth trying again.
 RETRY_STATUS = (429, 500, 502, 503, 504)
 RETRIES = 4
@@ -110,7 +112,8 @@ def hub_errors(what: str):
     except e.HfHubHTTPError as exc:
         status = getattr(getattr(exc, "response", None), "status_code", None)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise HubpadError(redact(f"{what}: Hub error {status or ''} {first}".replace("  ", " "))) from None
+        message = redact(f"{what}: Hub error {status or ''} {first}".replace("  ", " "))
+        raise (ConflictError if status in CONFLICT_STATUS else HubError)(message, status) from None
     except (httpx.TransportError, httpx.StreamError) as exc:
         raise HubpadError(redact(f"{what}: network error ({type(exc).__name__}: {exc})")) from None
     except (ValueError, OSError, RuntimeError) as exc:
