@@ -22,17 +22,24 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from hubpad import FORMAT_VERSION
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.manifest import dumps, same_build
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
 from hubpad.publish.base import Publisher, Summary
 from hubpad.source.base import FileEntry, Source, VerifiedReader
-from hubpad.source.hub_api import (api_for, copy_without_xet_hash, duplication_failure, duplication_failures,
-                                   hub_errors, read_repo_file, whoami_name)
+from hubpad.source.hub_api import (
+    api_for,
+    copy_without_xet_hash,
+    duplication_failure,
+    duplication_failures,
+    hub_errors,
+    read_repo_file,
+    whoami_name,
+)
 from hubpad.util.hashing import file_sha256
 from hubpad.util.log import log
-from hubpad.util.refs import derive_target
+from hubpad.util.refs import derive_target, is_repo_id
 from hubpad.util.sizes import human
 
 STAGING_BRANCH = "hubpad-staging"
@@ -59,8 +66,8 @@ class HubPublisher(Publisher):
 
     def __init__(self, api, repo_id: str, *, branch: str = "main", force: bool = False, private: bool = False,
                  workdir: str | os.PathLike[str] | None = None, max_disk: int | None = None) -> None:
-        if repo_id.count("/") != 1 or not all(repo_id.split("/")):
-            raise HubpadError(f"{repo_id!r} is not a Hub repo id (namespace/name)")
+        if not is_repo_id(repo_id):
+            raise ConfigError(f"{repo_id!r} is not a Hub repo id (namespace/name)")
         self.api, self.repo_id, self.label, self.branch = api, repo_id, repo_id, branch
         self.force, self.private, self.max_disk = force, private, max_disk
         self.summary = Summary()

@@ -11,9 +11,10 @@ import os
 import time
 from collections.abc import Iterator
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError, HubpadError
 from hubpad.source.base import CHUNK, FileEntry, Source
 from hubpad.source.hub_api import api_for, hub_errors
+from hubpad.util.refs import is_repo_id
 
 MAX_RESUMES = 8
 
@@ -24,8 +25,8 @@ class HubSource(Source):
     kind = "hub"
 
     def __init__(self, repo_id: str, revision: str = "main", token: str | None = None) -> None:
-        if repo_id.count("/") != 1 or not all(repo_id.split("/")):
-            raise HubpadError(f"{repo_id!r} is neither an existing local directory nor a Hub repo id (org/name)")
+        if not is_repo_id(repo_id):
+            raise ConfigError(f"{repo_id!r} is neither an existing local directory nor a Hub repo id (org/name)")
         self.label = repo_id
         self.repo_id = repo_id
         self.revision = revision
@@ -33,7 +34,6 @@ class HubSource(Source):
         with hub_errors(f"upstream {repo_id}@{revision}"):
             info = self.api.model_info(repo_id, revision=revision, files_metadata=True)
         self.commit = info.sha
-        self.card_data = info.card_data.to_dict() if getattr(info, "card_data", None) else {}
         self._files: dict[str, FileEntry] = {}
         self.git_oids: dict[str, str] = {}
         for s in info.siblings or []:
@@ -46,9 +46,6 @@ class HubSource(Source):
 
     def files(self) -> dict[str, FileEntry]:
         return self._files
-
-    def is_lfs(self, path: str) -> bool:
-        return self._files[path].sha256 is not None
 
     def url(self, path: str) -> str:
         from huggingface_hub import hf_hub_url
