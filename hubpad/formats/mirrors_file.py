@@ -155,7 +155,10 @@ def parse_mirrors(
     base_dir: str | Path | None = None,
     namespace: str | None = None,
 ) -> list[MirrorSpec]:
-    """Validate mirrors-file text; relative local paths are resolved against `base_dir` (default: cwd)."""
+    """Validate mirrors-file text; relative local paths are resolved against `base_dir` (default: cwd).
+
+    Raises HubpadError naming the file, line and entry of the first problem.
+    """
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     doc = _load_yaml(text, source)
     if doc is None:
@@ -164,19 +167,35 @@ def parse_mirrors(
         raise HubpadError(f"{source}: expected a mapping with a 'mirrors:' list, got {_type_name(doc)}")
     top = _Where(source, _line(doc), "")
     _check_keys(doc, TOP_KEYS, top)
+    defaults = _parse_defaults(doc, top)
+    specs: list[MirrorSpec] = []
+    seen: dict[tuple[str, str], str] = {}
+    for index, entry in enumerate(_entries(doc, top)):
+        spec, where = _parse_entry(entry, index, defaults, top, base)
+        key, shown = _target_key(spec, namespace)
+        if key in seen:
+            how = "derived " if spec.target is None else ""
+            raise where.error(f"duplicate {how}target '{shown}', already used by {seen[key]}")
+        seen[key] = where.label
+        specs.append(spec)
+    return specs
 
+
+def _parse_defaults(doc: dict, top: _Where) -> dict[str, Any]:
     defaults_raw = doc.get("defaults")
     if defaults_raw is None:
         defaults_raw = {}
-    dwhere = _Where(source, _line(defaults_raw, top.line), "defaults")
+    dwhere = _Where(top.source, _line(defaults_raw, top.line), "defaults")
     if not isinstance(defaults_raw, dict):
         raise dwhere.error(f"'defaults' must be a mapping, got {_type_name(defaults_raw)}")
     for key in ("upstream", "target"):
         if key in defaults_raw:
             raise dwhere.error(f"'{key}' cannot be set in defaults; set it on each mirror")
     _check_keys(defaults_raw, DEFAULT_KEYS, dwhere)
-    defaults = _validate_fields(defaults_raw, dwhere)
+    return _validate_fields(defaults_raw, dwhere)
 
+
+def _entries(doc: dict, top: _Where) -> list:
     if "mirrors" not in doc:
         raise top.error("missing the 'mirrors:' list")
     entries = doc["mirrors"]
@@ -184,60 +203,47 @@ def parse_mirrors(
         raise top.error(f"'mirrors' must be a list, got {_type_name(entries)}")
     if not entries:
         raise top.error("'mirrors' is empty; list at least one mirror")
+    return entries
 
-    specs: list[MirrorSpec] = []
-    seen: dict[tuple[str, str], str] = {}
-    for index, entry in enumerate(entries):
-        where = _Where(source, _line(entry, top.line), f"mirrors[{index}]")
-        if not isinstance(entry, dict):
-            raise where.error(f"each mirror must be a mapping with an 'upstream' key, got {_type_name(entry)}")
-        upstream_raw = entry.get("upstream")
-        if isinstance(upstream_raw, str) and upstream_raw.strip():
-            where = _Where(source, where.line, f"mirrors[{index}] ({upstream_raw.strip()})")
-        _check_keys(entry, ENTRY_KEYS, where)
-        if "upstream" not in entry or upstream_raw is None:
-            raise where.error("missing required key 'upstream' (a Hub repo id like org/model, or ./local/path)")
-        upstream = _validate_ref(upstream_raw, "upstream", where, base, allow_bare=True)
-        target = None
-        if entry.get("target") is not None:
-            target = _validate_ref(entry["target"], "target", where, base, allow_bare=True)
 
-        values = _validate_fields(entry, where)
-        merged: dict[str, Any] = {**defaults, **values}
-        for key in ("serving", "recipe"):
-            merged[key] = {**defaults.get(key, {}), **values.get(key, {})}
-        for key in PINNED_RECIPE_KEYS:
-            if key in merged["recipe"]:
-                raise where.error(f"recipe.{key} cannot be overridden: hubpad pins it to the derivative it publishes")
-        spec = MirrorSpec(
-            upstream=upstream,
-            target=target,
-            tp=merged.get("tp", DEFAULT_TP),
-            revision=merged.get("revision"),
-            shard_size=merged.get("shard_size", DEFAULT_SHARD_SIZE),
-            max_disk=merged.get("max_disk"),
-            private=merged.get("private", False),
-            serving=_freeze(merged["serving"]),
-            recipe=_freeze(merged["recipe"]),
-            where=where.prefix(),
-        )
-        if spec.max_disk is not None and spec.max_disk < spec.shard_size:
-            raise where.error(
-                f"max_disk ({format_size(spec.max_disk)}) is smaller than shard_size ({format_size(spec.shard_size)});"
-                " hubpad needs room for at least one output shard"
-            )
-        if target is None:
-            try:
-                validate_repo_id(derive_target(upstream, spec.tp), allow_bare=True)
-            except ValueError as exc:
-                raise where.error(f"cannot derive a target from upstream ({exc}); set 'target' explicitly") from None
-        key, shown = _target_key(spec, namespace)
-        if key in seen:
-            how = "derived " if target is None else ""
-            raise where.error(f"duplicate {how}target '{shown}', already used by {seen[key]}")
-        seen[key] = where.label
-        specs.append(spec)
-    return specs
+def _parse_entry(entry: object, index: int, defaults: dict[str, Any], top: _Where,
+                 base: Path) -> tuple[MirrorSpec, _Where]:
+    """One `mirrors:` entry, with the defaults merged in (`serving` and `recipe` key by key)."""
+    where = _Where(top.source, _line(entry, top.line), f"mirrors[{index}]")
+    if not isinstance(entry, dict):
+        raise where.error(f"each mirror must be a mapping with an 'upstream' key, got {_type_name(entry)}")
+    upstream_raw = entry.get("upstream")
+    if isinstance(upstream_raw, str) and upstream_raw.strip():
+        where = _Where(top.source, where.line, f"mirrors[{index}] ({upstream_raw.strip()})")
+    _check_keys(entry, ENTRY_KEYS, where)
+    if "upstream" not in entry or upstream_raw is None:
+        raise where.error("missing required key 'upstream' (a Hub repo id like org/model, or ./local/path)")
+    upstream = _validate_ref(upstream_raw, "upstream", where, base, allow_bare=True)
+    target = None
+    if entry.get("target") is not None:
+        target = _validate_ref(entry["target"], "target", where, base, allow_bare=True)
+    values = _validate_fields(entry, where)
+    merged: dict[str, Any] = {**defaults, **values}
+    for key in ("serving", "recipe"):
+        merged[key] = {**defaults.get(key, {}), **values.get(key, {})}
+    for key in PINNED_RECIPE_KEYS:
+        if key in merged["recipe"]:
+            raise where.error(f"recipe.{key} cannot be overridden: hubpad pins it to the derivative it publishes")
+    spec = MirrorSpec(
+        upstream=upstream, target=target, tp=merged.get("tp", DEFAULT_TP), revision=merged.get("revision"),
+        shard_size=merged.get("shard_size", DEFAULT_SHARD_SIZE), max_disk=merged.get("max_disk"),
+        private=merged.get("private", False), serving=_freeze(merged["serving"]), recipe=_freeze(merged["recipe"]),
+        where=where.prefix(),
+    )
+    if spec.max_disk is not None and spec.max_disk < spec.shard_size:
+        raise where.error(f"max_disk ({format_size(spec.max_disk)}) is smaller than shard_size "
+                          f"({format_size(spec.shard_size)}); hubpad needs room for at least one output shard")
+    if target is None:
+        try:
+            validate_repo_id(derive_target(upstream, spec.tp), allow_bare=True)
+        except ValueError as exc:
+            raise where.error(f"cannot derive a target from upstream ({exc}); set 'target' explicitly") from None
+    return spec, where
 
 
 # --- validation helpers -----------------------------------------------------------------------------------
