@@ -11,6 +11,7 @@ import math
 import reprlib
 import struct
 from dataclasses import dataclass
+from operator import attrgetter
 
 from hubpad.errors import HubpadError
 
@@ -75,8 +76,9 @@ def header_length(prefix: bytes, file: str, file_size: int) -> int:
 def parse_header(header_bytes: bytes, file: str, file_size: int) -> SafetensorsHeader:
     """Validate the JSON header (the bytes after the length field) against the file's real size."""
     n = len(header_bytes)
+    floats: list[str] = []
     try:
-        raw = json.loads(header_bytes.decode("utf-8"))
+        raw = json.loads(header_bytes.decode("utf-8"), parse_float=lambda s: floats.append(s) or float(s))
     except (ValueError, RecursionError) as exc:  # ValueError: bad UTF-8, bad JSON, an integer of 4300+ digits
         raise HubpadError(f"{file}: safetensors header is not valid JSON ({type(exc).__name__})") from None
     if not isinstance(raw, dict):
@@ -85,16 +87,51 @@ def parse_header(header_bytes: bytes, file: str, file_size: int) -> SafetensorsH
     metadata = raw.pop("__metadata__", None) or {}
     if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise HubpadError(f"{file}: safetensors __metadata__ must map strings to strings")
-    tensors = []
-    for name, entry in raw.items():
-        tensors.append(_tensor_entry(name, entry, file, data_len, 8 + n))
-    tensors.sort(key=lambda t: (t.start, t.end))
+    # Equal (dtype, *shape) keys stand for identical JSON values only when the header holds no floats and no
+    # booleans (4096.0 == 4096 and True == 1 in Python); otherwise every entry is checked on its own.
+    same_values = not floats and b"true" not in header_bytes and b"false" not in header_bytes
+    tensors = _tensor_entries(raw, file, data_len, 8 + n, same_values)
+    tensors.sort(key=_BY_OFFSETS)
     previous = None
     for t in tensors:
         if previous is not None and t.start < previous.end:
             raise HubpadError(f"{file}: tensors {_short(previous.name)} and {_short(t.name)} overlap in the data section")
         previous = t
     return SafetensorsHeader(file=file, header_len=n, metadata=dict(metadata), tensors=tuple(tensors))
+
+
+_BY_OFFSETS = attrgetter("start", "end")
+
+
+def _tensor_entries(raw: dict, file: str, data_len: int, base: int, same_values: bool) -> list[TensorInfo]:
+    """Every entry as a TensorInfo, in header order.
+
+    Hot path (Hy3 has ~185k entries, a few dozen distinct dtype/shape pairs): the dtype and shape checks run
+    once per distinct (dtype, *shape) and later entries share that shape tuple; offsets are checked for every
+    entry. Anything that is not plainly valid goes through `_tensor_entry`, which raises the exact error.
+    """
+    checked: dict[tuple, tuple[tuple[int, ...], int]] = {}  # (dtype, *shape) -> (shape, nbytes)
+    out = []
+    for name, entry in raw.items():
+        hit = None
+        if same_values and type(entry) is dict:
+            shape, offsets = entry.get("shape"), entry.get("data_offsets")
+            try:
+                key = (entry.get("dtype"), *shape)
+                hit = checked.get(key)
+            except TypeError:  # shape not iterable, or an unhashable element: the full check names it
+                pass
+            if hit is not None and type(offsets) is list and len(offsets) == 2:
+                begin, end = offsets
+                if (type(begin) is int and type(end) is int and 0 <= begin <= end <= data_len
+                        and end - begin == hit[1]):
+                    out.append(TensorInfo(name, key[0], hit[0], file, base + begin, base + end))
+                    continue
+        t = _tensor_entry(name, entry, file, data_len, base)
+        if same_values and hit is None:
+            checked[(t.dtype, *t.shape)] = (t.shape, t.end - t.start)
+        out.append(t)
+    return out
 
 
 def _tensor_entry(name: str, entry: object, file: str, data_len: int, base: int) -> TensorInfo:
@@ -144,8 +181,29 @@ def encode_header(entries: list[tuple[str, str, tuple[int, ...], int]], metadata
     """Serialize a header for tensors laid out back to back in the given order.
 
     `entries` are (name, dtype, shape, nbytes). Returns the length prefix plus the JSON, padded with
-    spaces to an 8-byte boundary as the safetensors library does, so tensor data stays aligned.
+    spaces to an 8-byte boundary as the safetensors library does, so tensor data stays aligned. The text is
+    exactly `json.dumps(header, separators=(",", ":"))` of the header as a dict, written entry by entry
+    (a real Hy3 plan encodes ~185k entries; a dozen distinct shapes are each encoded once).
     """
+    if len({e[0] for e in entries} | {"__metadata__"}) != len(entries) + 1:
+        return _encode_header_dict(entries, metadata)  # repeated names collapse as in a dict: keep that meaning
+    parts = [f'"__metadata__":{json.dumps(metadata, separators=(",", ":"))}'] if metadata else []
+    shapes: dict[tuple[int, ...], str] = {}
+    offset = 0
+    for name, dtype, shape, nbytes in entries:
+        shape_json = shapes.get(shape)
+        if shape_json is None:
+            shape_json = shapes[shape] = json.dumps(list(shape), separators=(",", ":"))
+        parts.append(f'{_json_str(name)}:{{"dtype":{_json_str(dtype)},"shape":{shape_json},'
+                     f'"data_offsets":[{offset},{offset + nbytes}]}}')
+        offset += nbytes
+    return _frame(("{" + ",".join(parts) + "}").encode("utf-8"))
+
+
+_json_str = json.encoder.encode_basestring_ascii  # what json.dumps writes for a str (ensure_ascii)
+
+
+def _encode_header_dict(entries: list[tuple[str, str, tuple[int, ...], int]], metadata: dict[str, str] | None) -> bytes:
     header: dict[str, object] = {}
     if metadata:
         header["__metadata__"] = metadata
@@ -153,6 +211,10 @@ def encode_header(entries: list[tuple[str, str, tuple[int, ...], int]], metadata
     for name, dtype, shape, nbytes in entries:
         header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
-    body = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    return _frame(json.dumps(header, separators=(",", ":")).encode("utf-8"))
+
+
+def _frame(body: bytes) -> bytes:
+    """The length prefix, then the JSON padded with spaces to an 8-byte boundary."""
     body += b" " * (-(8 + len(body)) % 8)
     return struct.pack("<Q", len(body)) + body

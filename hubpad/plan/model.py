@@ -66,12 +66,18 @@ class ShardPlan:
     def source_ranges(self) -> dict[str, list[list[int]]]:
         """Per upstream file, the coalesced byte ranges this shard is built from."""
         out: dict[str, list[list[int]]] = OrderedDict()
+        file, ranges, last = None, [], None  # the current file's list and its last range (a hot loop)
         for t in self.tensors:
-            ranges = out.setdefault(t.src.file, [])
-            if ranges and ranges[-1][1] == t.src.start:
-                ranges[-1][1] = t.src.end
+            src = t.src
+            if src.file != file:
+                file = src.file
+                ranges = out.setdefault(file, [])
+                last = ranges[-1] if ranges else None
+            if last is not None and last[1] == src.start:
+                last[1] = src.end
             else:
-                ranges.append([t.src.start, t.src.end])
+                last = [src.start, src.end]
+                ranges.append(last)
         return out
 
 
@@ -124,12 +130,14 @@ class Plan:
         metadata["total_size"] = sum(t.nbytes for t in self.tensors)
         return {"metadata": metadata, "weight_map": dict(sorted(weight_map.items()))}
 
+    def padded_tensors(self) -> list[TensorPlan]:
+        """The tensors whose bytes change (a few hundred of Hy3's ~185k), in output order."""
+        return [t for t in self.tensors if t.op.kind != "copy"]
+
     def padded_groups(self) -> list[dict]:
         """Padded tensors grouped by name pattern (layer index → *), for humans and the card."""
         groups: dict[tuple, dict] = OrderedDict()
-        for t in self.tensors:
-            if not t.padded:
-                continue
+        for t in self.padded_tensors():
             pattern = re.sub(r"\.(\d+)\.", ".*.", t.name)
             key = (pattern, t.src.shape, t.shape)
             g = groups.setdefault(key, {"pattern": pattern, "before": list(t.src.shape), "after": list(t.shape),
@@ -140,6 +148,7 @@ class Plan:
 
     def to_json(self) -> dict:
         """The plan as `hubpad plan --json` prints it (and the manifest reuses)."""
+        padded = self.padded_tensors()
         return {
             "hubpad_version": __version__,
             "format_version": FORMAT_VERSION,
@@ -156,9 +165,9 @@ class Plan:
             "config_changes": {k: [self.config.get(k), v] for k, v in self.new_config.items()
                                if self.config.get(k) != v},
             "changed_tensors": [{"name": t.name, "before": list(t.src.shape), "after": list(t.shape),
-                                 "bytes_added": t.nbytes - t.src.nbytes} for t in self.tensors if t.padded],
-            "tensors": {"total": len(self.tensors), "padded": sum(t.padded for t in self.tensors),
-                        "copied": sum(not t.padded for t in self.tensors), "padded_groups": self.padded_groups()},
+                                 "bytes_added": t.nbytes - t.src.nbytes} for t in padded],
+            "tensors": {"total": len(self.tensors), "padded": len(padded), "copied": len(self.tensors) - len(padded),
+                        "padded_groups": self.padded_groups()},
             "rank_table": self.rank_table,
             "vocab": self.vocab,
             "upstream_tp_values": self.upstream_tp_values,

@@ -16,6 +16,7 @@ import gc
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
@@ -116,8 +117,7 @@ def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
     dims = _dims(shape, h2, kv2, new_inter)
     tensors = _tensor_plans(modules, shape.head_dim, h2, kv2, new_inter)
 
-    file_order = {n: i for i, n in enumerate(inputs.names)}
-    ordered = sorted(tensors, key=lambda p: (file_order[p.src.file], p.src.start))
+    ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
     copied, skipped = _other_files(inputs.files, inputs.names)
     vocab = vocab_info(int(inputs.config.get("vocab_size", 0)), tp)
@@ -181,11 +181,18 @@ def _required(config: dict, key: str):
     return config[key]
 
 
-def _split_param(name: str) -> tuple[str, str] | None:
-    module, _, suffix = name.rpartition(".")
-    if module and suffix in LINEAR_SUFFIXES:
-        return module, suffix
-    return None
+_LINEAR_SUFFIXES = frozenset(LINEAR_SUFFIXES)
+
+
+def _upstream_order(tensors: list[TensorPlan], weight_names: list[str]) -> list[TensorPlan]:
+    """Output tensors in upstream order: by file (in `weight_names` order), then offset; stable."""
+    if weight_names == sorted(weight_names):  # the usual case: file order is name order, so no Python key
+        return sorted(tensors, key=_BY_FILE_AND_START)
+    file_order = {n: i for i, n in enumerate(weight_names)}
+    return sorted(tensors, key=lambda p: (file_order[p.src.file], p.src.start))
+
+
+_BY_FILE_AND_START = attrgetter("src.file", "src.start")
 
 
 def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig, head_dim: int) -> _Modules:
@@ -195,10 +202,14 @@ def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig
     a broken model that loads fine, so an unknown name is an error naming it.
     """
     m = _Modules()
+    params = m.params
     for name, t in infos.items():
-        split = _split_param(name)
-        if split and not adapter.is_copy_param(name):
-            m.params.setdefault(split[0], {})[split[1]] = t
+        module, _, suffix = name.rpartition(".")  # `<module>.<suffix>` of a linear layer?
+        if module and suffix in _LINEAR_SUFFIXES and not adapter.is_copy_param(name):
+            group = params.get(module)
+            if group is None:
+                group = params[module] = {}
+            group[suffix] = t
         elif adapter.is_copy_param(name):
             m.plain[name] = t
         else:
@@ -296,25 +307,34 @@ def _tensor_plans(m: _Modules, head_dim: int, h2: int, kv2: int, new_inter: dict
     of identical expert tensors share one (computed, with every check, for the first of them).
     """
     plans: list[TensorPlan] = []
-    recipes: dict[tuple, tuple[PadOp, tuple]] = {}
+    recipes: dict[tuple, tuple[PadOp, tuple, int | None]] = {}  # -> (op, shape, nbytes; None: the source's)
     for module, params in m.params.items():
         role = m.roles[module]
+        if role.kind == "copy":
+            plans.extend(TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in params.values())
+            continue
+        lay = m.layouts[module]
+        out2, in2 = _padded_features(role, lay, head_dim, h2, kv2, new_inter)
         for suffix, t in params.items():
-            if role.kind == "copy":
-                plans.append(_finish(t, COPY_OP, t.shape))
-                continue
-            lay = m.layouts[module]
-            out2, in2 = _padded_features(role, lay, head_dim, h2, kv2, new_inter)
-            if suffix == "bias" and role.kind in ("o", "cols"):  # a bias follows the output dim, not padded here
-                plans.append(_finish(t, COPY_OP, t.shape))
-                continue
             key = (id(lay), id(role), suffix, t.dtype, t.shape, out2, in2)  # layouts are shared objects
             recipe = recipes.get(key)
             if recipe is None:
-                recipe = recipes[key] = tensor_op(t, suffix, lay, out2, in2, role)
-            plans.append(_finish(t, *recipe))
-    plans.extend(_finish(t, COPY_OP, t.shape) for t in m.plain.values())
+                recipe = recipes[key] = _recipe(t, suffix, lay, out2, in2, role)
+            op, shape, nbytes = recipe
+            plans.append(TensorPlan(t.name, t.dtype, shape, t, op, t.end - t.start if nbytes is None else nbytes))
+    plans.extend(TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in m.plain.values())
     return plans
+
+
+def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
+            role: Role) -> tuple[PadOp, tuple, int | None]:
+    """(op, new shape, new byte size) of one parameter, checked; the size is None when it is the source's."""
+    if suffix == "bias" and role.kind in ("o", "cols"):  # a bias follows the output dim, not padded here
+        return COPY_OP, t.shape, None
+    plan = _finish(t, *tensor_op(t, suffix, lay, out2, in2, role))
+    if plan.op.kind == "copy" and plan.shape == t.shape:
+        return plan.op, plan.shape, None
+    return plan.op, plan.shape, plan.nbytes
 
 
 def _padded_features(role: Role, lay: LinearLayout, head_dim: int, h2: int, kv2: int,

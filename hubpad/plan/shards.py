@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from hubpad.formats.safetensors import encode_header
 from hubpad.plan.model import Plan, ShardPlan, TensorPlan
+
+
+_HEADER_ENTRY = attrgetter("name", "dtype", "shape", "nbytes")
 
 
 def cut_shards(tensors: list[TensorPlan], shard_size: int, metadata: dict[str, str]) -> list[ShardPlan]:
@@ -20,7 +25,7 @@ def cut_shards(tensors: list[TensorPlan], shard_size: int, metadata: dict[str, s
     shards = []
     for i, group in enumerate(groups, 1):
         shard = ShardPlan(f"model-{i:05d}-of-{n:05d}.safetensors", group, metadata)
-        shard.header = encode_header([(t.name, t.dtype, t.shape, t.nbytes) for t in group], metadata)
+        shard.header = encode_header(list(map(_HEADER_ENTRY, group)), metadata)
         shards.append(shard)
     return shards
 

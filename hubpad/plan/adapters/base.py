@@ -9,6 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+try:  # the regex parser, to read which literal texts a pattern ends with
+    import re._constants as _sre_c
+    import re._parser as _sre
+except ImportError:  # Python 3.10
+    import sre_constants as _sre_c
+    import sre_parse as _sre
+
 from hubpad.errors import HubpadError
 
 L = r"^model\.layers\.(\d+)\."
@@ -78,6 +85,9 @@ class Adapter:
         # that matches is the first pattern that would have, so the answers are the same.
         self._any_role = _alternation([p for p, _ in self.linear_patterns] + list(self.copy_modules))
         self._any_copy_param = _alternation(list(self.copy_params))
+        # A name can only be a copy param when its last dotted part ends one of these patterns: most of
+        # Hy3's ~185k names (`...experts.57.gate_proj.weight_packed`) are settled by one set lookup.
+        self._copy_param_tails = literal_tails(self.copy_params)
 
     def linear_role(self, module: str) -> Role | None:
         """The role of a linear layer (a module with weight/scale/bias params), or None if unknown."""
@@ -95,6 +105,9 @@ class Adapter:
         return None
 
     def is_copy_param(self, name: str) -> bool:
+        tails = self._copy_param_tails
+        if tails is not None and name[name.rfind(".") + 1:] not in tails and not name.endswith("\n"):
+            return False  # ("$" also matches before a final newline: such a name takes the full search)
         if self._any_copy_param is not None:
             return self._any_copy_param.search(name) is not None
         return any(p.search(name) for p in self._copy_params)
@@ -117,6 +130,76 @@ class Adapter:
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""
         return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": []}
+
+
+def literal_tails(patterns: list[str]) -> frozenset[str] | None:
+    """What a full match of any of `patterns` can have after its last ".": a finite set of literal texts when
+    every pattern ends in `\\.` + literal alternatives + `$`, else None (then nothing is pre-filtered)."""
+    out: set[str] = set()
+    for pattern in patterns:
+        tails = _pattern_tails(pattern)
+        if tails is None:
+            return None
+        out |= tails
+    return frozenset(out)
+
+
+def _pattern_tails(pattern: str) -> set[str] | None:
+    try:
+        parsed = _sre.parse(pattern)
+    except re.error:
+        return None
+    flags = parsed.state.flags if hasattr(parsed, "state") else parsed.pattern.flags
+    items = list(parsed)
+    if flags & ~re.UNICODE or not items or items[-1] != (_sre_c.AT, _sre_c.AT_END):
+        return None
+    pending, done = {""}, set()
+    for op, av in reversed(items[:-1]):  # walk back from "$" to the last literal "."
+        alternatives = _literal_alternatives(op, av)
+        if alternatives is None:
+            return None
+        after: set[str] = set()
+        for a in alternatives:
+            for s in pending:
+                if "." in a:
+                    done.add(a[a.rfind(".") + 1:] + s)
+                else:
+                    after.add(a + s)
+        pending = after
+        if not pending:
+            return done
+    return None
+
+
+def _literal_alternatives(op, av) -> list[str] | None:
+    """The texts one parsed regex item can match, when it is a literal, a class of literals, a plain group
+    or an alternation of literal sequences; None otherwise."""
+    if op is _sre_c.LITERAL:
+        return [chr(av)]
+    if op is _sre_c.IN:
+        return [chr(c) for o, c in av] if all(o is _sre_c.LITERAL for o, _ in av) else None
+    if op is _sre_c.SUBPATTERN:
+        _, add_flags, del_flags, sub = av
+        return None if add_flags or del_flags else _sequence_alternatives(sub)
+    if op is _sre_c.BRANCH:
+        out: list[str] = []
+        for branch in av[1]:
+            texts = _sequence_alternatives(branch)
+            if texts is None:
+                return None
+            out += texts
+        return out
+    return None
+
+
+def _sequence_alternatives(items) -> list[str] | None:
+    texts = [""]
+    for op, av in items:
+        alternatives = _literal_alternatives(op, av)
+        if alternatives is None or len(texts) * len(alternatives) > 256:
+            return None
+        texts = [t + a for t in texts for a in alternatives]
+    return texts
 
 
 def _alternation(patterns: list[str]) -> re.Pattern | None:
