@@ -125,11 +125,39 @@ class _Pools:
             n -= take
 
 
+class _UniqueBytes(_Pools):
+    """Like _Pools, but every byte is freshly drawn: no tensor repeats another's bytes (real weights do not), so
+    chunk-level deduplication measured on the checkpoint is not flattered by the pool's reuse."""
+
+    BLOCK = 16 * 1024 * 1024
+
+    def __init__(self, seed: int) -> None:
+        import numpy as np
+
+        self.rng = np.random.default_rng(seed)
+
+    def write(self, f, dtype: str, n: int) -> None:
+        if dtype == "F32" and n <= 16:
+            f.write(b"\x00\x00\x80\x3f" * (n // 4))
+            return
+        while n > 0:
+            take = min(n, self.BLOCK)
+            buf = self.rng.integers(0, 256, take, dtype="uint8")
+            if dtype == "F8_E4M3":
+                buf &= 0x76  # no NaN codes
+            elif dtype == "BF16":
+                buf[1::2] &= 0x3F  # finite (BLOCK is even, so element alignment holds across blocks)
+            f.write(buf.tobytes())
+            n -= take
+
+
 def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tuple[int, ...]]], n_shards: int,
-                     *, seed: int = 0, header_only: bool = False, extra_files: dict[str, str] | None = None) -> Path:
+                     *, seed: int = 0, header_only: bool = False, extra_files: dict[str, str] | None = None,
+                     unique: bool = False) -> Path:
     """A sharded safetensors checkpoint cut into `n_shards` of about equal BYTES (upstream order kept).
 
     header_only: real headers over sparse (truncated) data sections: full-size files that cost no disk.
+    unique: fresh random bytes everywhere (slower to write), instead of slices of a reused 64 MiB pool.
     """
     from hubpad.formats.safetensors import encode_header
 
@@ -144,7 +172,7 @@ def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tup
             groups.append([])
         groups[-1].append(item)
         acc += item[3]
-    pools = None if header_only else _Pools(seed)
+    pools = None if header_only else (_UniqueBytes if unique else _Pools)(seed)
     weight_map = {}
     n = len(groups)
     for i, group in enumerate(groups, 1):
@@ -165,10 +193,12 @@ def write_checkpoint(path: Path, config: dict, tensors: list[tuple[str, str, tup
 
 
 def cached_checkpoint(path: Path, config: dict, n_shards: int, seed: int = 0, layout: str = "redhat",
-                      header_only: bool = False, extra_files: dict[str, str] | None = None) -> Path:
+                      header_only: bool = False, extra_files: dict[str, str] | None = None,
+                      unique: bool = False) -> Path:
     """write_checkpoint(), reused when `path` already holds exactly this checkpoint (a stamp file says so)."""
     stamp = json.dumps({"config": config, "n_shards": n_shards, "seed": seed, "layout": layout,
-                        "header_only": header_only, "extra": extra_files or {}, "v": 2}, sort_keys=True)
+                        "header_only": header_only, "extra": extra_files or {}, "v": 2}
+                       | ({"unique": True} if unique else {}), sort_keys=True)
     marker = path.parent / f".{path.name}.stamp"
     if path.is_dir() and marker.is_file() and marker.read_text() == stamp:
         return path
@@ -176,7 +206,7 @@ def cached_checkpoint(path: Path, config: dict, n_shards: int, seed: int = 0, la
         shutil.rmtree(path)
     marker.unlink(missing_ok=True)
     write_checkpoint(path, config, hy3_tensors(config, layout), n_shards, seed=seed, header_only=header_only,
-                     extra_files=extra_files)
+                     extra_files=extra_files, unique=unique)
     if not header_only:
         os.sync()
     marker.write_text(stamp)
@@ -293,8 +323,11 @@ def warm(paths: list[Path]) -> float:
 ALICE, ALICE_TOKEN = "alice", "hf_test_alice_token_0123456789abcdef"
 
 
-def _client_env(hf_home: Path) -> None:
-    os.environ["HF_HUB_DISABLE_XET"] = "1"
+def _client_env(hf_home: Path, xet: bool = False) -> None:
+    if xet:
+        os.environ.pop("HF_HUB_DISABLE_XET", None)
+    else:
+        os.environ["HF_HUB_DISABLE_XET"] = "1"
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     os.environ["HF_HOME"] = str(hf_home)
@@ -307,19 +340,21 @@ def _client_env(hf_home: Path) -> None:
 class Emulator:
     """A started HubEmulator plus what a hubpad subprocess needs to talk to it (`env`)."""
 
-    def __init__(self, root: Path, *, client: bool = True) -> None:
+    def __init__(self, root: Path, *, client: bool = True, xet: bool = False) -> None:
         """client: also point THIS process's huggingface_hub at the emulator (benchmarks that download/upload
-        themselves); without it only `env`, for hubpad subprocesses, is set up (safe inside a pytest run)."""
+        themselves); without it only `env`, for hubpad subprocesses, is set up (safe inside a pytest run).
+        xet: the emulator speaks Xet and clients (this one, and `env`'s) upload through the real hf_xet to its
+        `local://` store; hf_xet admits one process at a time to that store (see `release_xet`)."""
         hf_home = root / "hf_home"
         hf_home.mkdir(parents=True, exist_ok=True)
         if client:
-            if "huggingface_hub" in sys.modules and os.environ.get("HF_HUB_DISABLE_XET") != "1":
+            if "huggingface_hub" in sys.modules and (os.environ.get("HF_HUB_DISABLE_XET") != "1") != xet:
                 raise RuntimeError("huggingface_hub was imported before the emulator env was set")
-            _client_env(hf_home)
+            _client_env(hf_home, xet)
         from tests.hub_emulator import HubEmulator
 
         self.client = client
-        self.hub = HubEmulator(root / "hub-store")
+        self.hub = HubEmulator(root / "hub-store", xet=xet)
         self.hub.add_user(ALICE, ALICE_TOKEN, role="write", fullname="Alice Bench")
         self.hub.start()
         endpoint = self.hub.endpoint
@@ -330,12 +365,13 @@ class Emulator:
             os.environ["HF_TOKEN"] = ALICE_TOKEN
             constants.ENDPOINT = endpoint
             constants.HUGGINGFACE_CO_URL_TEMPLATE = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
-            constants.HF_HUB_DISABLE_XET = True
+            constants.HF_HUB_DISABLE_XET = not xet
         no_proxy = ",".join(dict.fromkeys([*[h for h in os.environ.get("NO_PROXY", "").split(",") if h],
                                            "127.0.0.1", "localhost"]))
         self.env = {"HF_ENDPOINT": endpoint, "HF_TOKEN": ALICE_TOKEN, "HF_HOME": str(hf_home),
-                    "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-                    "NO_PROXY": no_proxy, "no_proxy": no_proxy, "HF_HUB_OFFLINE": "0"}
+                    "HF_HUB_DISABLE_XET": "0" if xet else "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+                    "HF_HUB_DISABLE_PROGRESS_BARS": "1", "NO_PROXY": no_proxy, "no_proxy": no_proxy,
+                    "HF_HUB_OFFLINE": "0"}
 
     def api(self):
         from huggingface_hub import HfApi
@@ -345,6 +381,18 @@ class Emulator:
     def seed_dir(self, repo: str, path: Path, message: str = "upload") -> str:
         files = {p.relative_to(path).as_posix(): p for p in path.rglob("*") if p.is_file()}
         return self.hub.seed(repo, files, message=message)
+
+    @staticmethod
+    def release_xet() -> None:
+        """Drop this process's hf_xet session so a hubpad subprocess can open the emulator's Xet store."""
+        import gc
+
+        from huggingface_hub.utils import _xet
+
+        holder = _xet._GLOBAL_XET_HOLDER
+        with holder._lock:
+            holder._session = None
+        gc.collect()
 
     def stop(self) -> None:
         if self.client:
