@@ -56,12 +56,12 @@ for name in names:
 
 def checkpoint(work: Path, layout: str) -> Path:
     try:
-        from hubpad.app.demo import _quant_config
+        from hubpad.testing import quant_config
     except ImportError:  # the flat layout before the subpackages (to measure a baseline)
-        from hubpad.demo import _quant_config
+        from hubpad.demo import _quant_config as quant_config
     from tests.hy3_real import HY3_CONFIG
 
-    cfg = dict(HY3_CONFIG) if layout == "bf16" else dict(HY3_CONFIG, quantization_config=_quant_config(80))
+    cfg = dict(HY3_CONFIG) if layout == "bf16" else dict(HY3_CONFIG, quantization_config=quant_config(80))
     return cached_checkpoint(work / f"Hy3-{layout}", cfg, 5, layout=layout, header_only=True)
 
 
