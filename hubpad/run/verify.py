@@ -7,7 +7,6 @@ positive numbers, and every shard must hash to what `hubpad.json` records.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 from collections.abc import Iterator
@@ -16,50 +15,8 @@ from hubpad.errors import HubpadError
 from hubpad.formats.names import INDEX, MANIFEST
 from hubpad.plan.model import TensorPlan
 from hubpad.plan.planner import make_plan
-from hubpad.source.base import Source
+from hubpad.source.base import Source, VerifiedReader
 from hubpad.source.readers import read_header, read_json
-
-
-class _Cursor:
-    """Forward reads of one file; going backwards reopens the stream (rare: only for foreign layouts)."""
-
-    def __init__(self, source: Source, path: str, size: int) -> None:
-        self.source, self.path, self.size = source, path, size
-        self.pos, self._it, self._buf = 0, None, memoryview(b"")
-        self.hash = hashlib.sha256()
-        self.sequential = True
-
-    def _open(self, start: int) -> None:
-        self._it = iter(self.source.stream(self.path, start, self.size))
-        self.pos, self._buf = start, memoryview(b"")
-
-    def read(self, start: int, n: int) -> bytes:
-        if self._it is None:
-            self._open(0)  # from byte 0, so the whole file gets hashed on the way
-        elif start < self.pos:
-            self.sequential = False
-            self._open(start)
-        out = bytearray()
-        while self.pos < start + n:
-            if not len(self._buf):
-                chunk = next(self._it)
-                if self.sequential:
-                    self.hash.update(chunk)
-                self._buf = memoryview(chunk)
-            take = min(len(self._buf), start + n - self.pos)
-            skip = max(0, start - self.pos)
-            if skip < take:
-                out += self._buf[skip:take]
-            self._buf = self._buf[take:]
-            self.pos += take
-        return bytes(out)
-
-    def finish(self) -> str | None:
-        if not self.sequential:
-            return None
-        if self.pos < self.size:
-            self.read(self.size, 0)
-        return self.hash.hexdigest()
 
 
 def _e4m3(b: int) -> float:
@@ -146,13 +103,13 @@ def verify_derivative(src: Source, dst: Source) -> dict:
         raise HubpadError(f"{dst.label}/{INDEX}: total_size {index.get('metadata', {}).get('total_size')} != {total}")
 
     src_files = src.files()
-    src_cur: dict[str, _Cursor] = {}
-    dst_cur: dict[str, _Cursor] = {}
+    src_cur: dict[str, VerifiedReader] = {}
+    dst_cur: dict[str, VerifiedReader] = {}
     checked = 0
     for t in sorted(plan.tensors, key=lambda p: (dst_tensors[p.name].file, dst_tensors[p.name].start)):
         d = dst_tensors[t.name]
-        sc = src_cur.setdefault(t.src.file, _Cursor(src, t.src.file, src_files[t.src.file].size))
-        dc = dst_cur.setdefault(d.file, _Cursor(dst, d.file, dst_files[d.file].size))
+        sc = src_cur.setdefault(t.src.file, VerifiedReader(src, src_files[t.src.file], rewind=True))
+        dc = dst_cur.setdefault(d.file, VerifiedReader(dst, dst_files[d.file], rewind=True))
         checked += _compare(t, sc, dc, d.start)
     report_shards = {}
     recorded = {s["name"]: s["sha256"] for s in manifest.get("shards", [])}
@@ -173,7 +130,7 @@ def _chunks(total: int, step: int) -> Iterator[tuple[int, int]]:
         pos += step
 
 
-def _compare(t: TensorPlan, sc: _Cursor, dc: _Cursor, dst_start: int) -> int:
+def _compare(t: TensorPlan, sc: VerifiedReader, dc: VerifiedReader, dst_start: int) -> int:
     op, src = t.op, t.src
 
     def same(a: bytes, b: bytes, what: str) -> None:

@@ -106,10 +106,13 @@ class VerifiedReader:
 
     Callers ask for increasing byte ranges; bytes between them (the header, gaps) are read and hashed
     too. `window_end` tells a remote source how far one request may reach (one GET per output shard).
+    With `rewind=True` (verifying a layout hubpad did not write) a range behind the position reopens the
+    stream there; the file is then no longer hashed and `finish()` returns None.
     """
 
-    def __init__(self, source: Source, entry: FileEntry) -> None:
-        self.source, self.entry = source, entry
+    def __init__(self, source: Source, entry: FileEntry, rewind: bool = False) -> None:
+        self.source, self.entry, self.rewind = source, entry, rewind
+        self.hashing = True
         self.pos = 0
         self.window_end = entry.size
         self.bytes_read = 0
@@ -137,7 +140,8 @@ class VerifiedReader:
             raise HubpadError(
                 f"{self.source.label}/{self.entry.path}: stream ended at byte {self.pos}, expected {self._stream_end}"
             ) from None
-        self._hash.update(chunk)
+        if self.hashing:
+            self._hash.update(chunk)
         self.bytes_read += len(chunk)
         self._pending = memoryview(chunk)
         return self._pending
@@ -145,7 +149,9 @@ class VerifiedReader:
     def iter_range(self, start: int, n: int) -> Iterator[memoryview]:
         """Yield the bytes [start, start+n) in pieces; skipping forward reads (and hashes) the gap."""
         if start < self.pos:
-            raise HubpadError(f"{self.entry.path}: internal error, range {start} requested behind position {self.pos}")
+            if not self.rewind:
+                raise HubpadError(f"{self.entry.path}: internal error, range {start} requested behind position {self.pos}")
+            self.hashing, self.pos, self._stream, self._pending = False, start, None, memoryview(b"")
         end = start + n
         while self.pos < end:
             chunk = self._next_chunk(end)
@@ -160,8 +166,10 @@ class VerifiedReader:
         """The bytes [start, start+n) as one bytes object (for column padding chunks)."""
         return b"".join(self.iter_range(start, n))
 
-    def finish(self) -> str:
-        """Read what is left of the file, then check and return its sha256."""
+    def finish(self) -> str | None:
+        """Read what is left of the file, then check and return its sha256 (None when rewinding stopped hashing)."""
+        if not self.hashing:
+            return None
         if self.pos < self.entry.size:
             self.window_end = self.entry.size
             for _ in self.iter_range(self.entry.size, 0):  # skipping to EOF reads and hashes the tail
