@@ -100,9 +100,20 @@ class _Modules:
         return list(seen.values())
 
 
-def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
-    if tp < 1:
-        raise ConfigError(f"--tp must be at least 1, got {tp}")
+@dataclass
+class Survey:
+    """Everything about a checkpoint that does not depend on the TP size: read once, planned at any TP."""
+
+    source: Source
+    inputs: _Inputs
+    shape: _Shape
+    modules: _Modules
+    aligns: Aligns
+    group_align: dict[str, tuple[int, int]]
+
+
+def survey(source: Source) -> Survey:
+    """Read config, index and headers, classify every tensor and check the config against the headers."""
     inputs = _read_inputs(source)
     infos = _tensor_infos(inputs)
     shape = _shape(inputs.config, inputs.adapter)
@@ -110,7 +121,18 @@ def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
     distinct = modules.distinct()
     aligns, group_align = _alignments(distinct)
     _check_config_against_headers(distinct, shape, inputs.adapter)
+    return Survey(source, inputs, shape, modules, aligns, group_align)
 
+
+def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
+    if tp < 1:
+        raise ConfigError(f"--tp must be at least 1, got {tp}")
+    return plan_for(survey(source), tp, shard_size)
+
+
+def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
+    """Choose the dims for `tp` and every tensor's byte recipe (the TP advisor calls this once per TP)."""
+    inputs, shape, modules, aligns, group_align = s.inputs, s.shape, s.modules, s.aligns, s.group_align
     h2, kv2 = choose_heads(shape.heads, shape.kv, shape.head_dim, tp, aligns, shape.hidden, inputs.adapter)
     new_inter = {g: choose_intermediate(size, tp, *group_align.get(g, (MLP_TILE, MLP_TILE)))
                  for g, (_, size) in shape.inter.items()}
@@ -122,9 +144,9 @@ def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
     copied, skipped = _other_files(inputs.files, inputs.names)
     vocab = vocab_info(int(inputs.config.get("vocab_size", 0)), tp)
     return Plan(
-        source=source, tp=tp, config=inputs.config, new_config=_new_config(inputs.config, dims), adapter=inputs.adapter,
-        quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}), dims=dims,
-        tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
+        source=s.source, tp=tp, config=inputs.config, new_config=_new_config(inputs.config, dims),
+        adapter=inputs.adapter, quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}),
+        dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
         rank_table=make_rank_table(tp, h2, kv2, shape.head_dim, aligns, new_inter, group_align, vocab, inputs.config),
         vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter),
@@ -314,7 +336,7 @@ def _tensor_plans(m: _Modules, head_dim: int, h2: int, kv2: int, new_inter: dict
             plans.extend(TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in params.values())
             continue
         lay = m.layouts[module]
-        out2, in2 = _padded_features(role, lay, head_dim, h2, kv2, new_inter)
+        out2, in2 = padded_features(role, lay, head_dim, h2, kv2, new_inter)
         for suffix, t in params.items():
             key = (id(lay), id(role), suffix, t.dtype, t.shape, out2, in2)  # layouts are shared objects
             recipe = recipes.get(key)
@@ -337,7 +359,7 @@ def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
     return plan.op, plan.shape, plan.nbytes
 
 
-def _padded_features(role: Role, lay: LinearLayout, head_dim: int, h2: int, kv2: int,
+def padded_features(role: Role, lay: LinearLayout, head_dim: int, h2: int, kv2: int,
                      new_inter: dict[str, int]) -> tuple[int, int]:
     """(out, in) features of a padded layer after padding: which one grows depends on its role."""
     out2, in2 = lay.out_features, lay.in_features
