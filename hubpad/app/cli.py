@@ -16,11 +16,9 @@ from hubpad.app.gha import error as gha_error
 from hubpad.app.gha import in_github_actions
 from hubpad.app.gha import set_outputs as gha_set_outputs
 from hubpad.app.progress import run_hooks
-from hubpad.app.advice_report import advice_text
 from hubpad.app.report import plan_text
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.mirrors_file import find_mirror, load_mirrors
-from hubpad.plan.advisor import DEFAULT_TPS, advise
 from hubpad.plan.planner import make_plan
 from hubpad.plan.shards import split_parts
 from hubpad.publish import make_publisher
@@ -51,7 +49,6 @@ def _size(ctx, param, value):
 
 class HubpadGroup(click.Group):
     """Turns HubpadError (and a few library errors) into one clean line."""
-
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -86,39 +83,16 @@ def main() -> None:
 # ------------------------------------------------------------------------------------------------ plan
 
 
-def _tp_values(ctx, param, values: tuple[str, ...]) -> tuple[int | str, ...]:
-    """`--tp N` (repeatable) or `--tp auto`: sizes 1..1024, or the word auto."""
-    out: list[int | str] = []
-    for v in values:
-        if v.strip().lower() == "auto":
-            out.append("auto")
-        elif v.strip().isdigit() and 1 <= int(v) <= 1024:
-            out.append(int(v))
-        else:
-            raise click.BadParameter(f"{v!r} is neither a size from 1 to 1024 nor 'auto'")
-    return tuple(out)
-
-
 @main.command()
 @click.argument("src")
-@click.option("--tp", "tps", multiple=True, callback=_tp_values, metavar="N|auto",
-              help="Target tensor-parallel size. Without it, with auto or with several: the TP advisor "
-                   "(one row per TP 1..8 plus the sizes given).")
+@click.option("--tp", type=click.IntRange(1, 1024), required=True, help="Target tensor-parallel size.")
 @click.option("--revision", default=None, help="Upstream branch, tag or commit (Hub only; default main).")
 @click.option("--shard-size", default="5GB", callback=_size, show_default=True, help="Output shard size.")
 @click.option("--parts", type=click.IntRange(1, 256), default=None, help="Split the output shards into K parts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard_size: int, parts: int | None,
-         as_json: bool) -> None:
-    """Show what padding SRC for TP=N changes, reading only config, index and headers (no N: which TPs work)."""
-    sizes = [t for t in tps if t != "auto"]
-    if len(tps) != 1 or "auto" in tps:
-        if parts:
-            raise ConfigError("--parts needs a single --tp N")
-        advice = advise(open_source(src, revision), DEFAULT_TPS + tuple(sizes))
-        click.echo(json.dumps(advice.to_json(), indent=2) if as_json else advice_text(advice))
-        return
-    p = make_plan(open_source(src, revision), sizes[0], shard_size)
+def plan(src: str, tp: int, revision: str | None, shard_size: int, parts: int | None, as_json: bool) -> None:
+    """Show what padding SRC for TP=N changes, reading only config, index and headers."""
+    p = make_plan(open_source(src, revision), tp, shard_size)
     data = p.to_json()
     if parts:
         data["parts"] = split_parts(p, parts)
@@ -160,7 +134,6 @@ def _mirror_options(f):
 
 class Job:
     """One mirror's settings, from the command line and (optionally) its entry in a mirrors file."""
-
     def __init__(self, src, tp, dst, revision, shard_size, max_disk, config_file, private):
         self.serving: dict = {}
         if config_file:
@@ -216,7 +189,6 @@ def _parse_part(part: str) -> tuple[int, int]:
 
 def set_outputs(values: dict) -> None:
     """Step outputs under snake_case (what action.yml maps) and kebab-case (for direct use in a workflow)."""
-
     both = dict(values)
     both.update({k.replace("_", "-"): v for k, v in values.items() if "_" in k})
     gha_set_outputs(both)
@@ -262,7 +234,6 @@ def _summary_markdown(s, plan=None) -> str:
 def mirror(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir, config_file, force, private, dry_run,
            as_json, part) -> None:
     """Pad SRC for TP=N and publish the derivative to DST."""
-
     job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private)
     only = None
     if part:
@@ -278,9 +249,7 @@ def mirror(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir,
         click.echo(plan_text(plan))
         click.echo(f"dry run: would publish {human(plan.bytes_out)} in {len(plan.shards)} shard(s) to {publisher.label}")
         return
-    summary = run_mirror(plan, publisher, templates_dir=Path(templates_dir) if templates_dir else None,
-                         serving_overrides=job.serving, only=only, hooks=run_hooks())
-    _report(summary, publisher, as_json, plan)
+    _run(job, plan, publisher, templates_dir, as_json, only=only)
 
 
 @main.command()
@@ -289,17 +258,19 @@ def mirror(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir,
 def publish(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir, config_file, force, private, dry_run,
             as_json) -> None:
     """Fan-out's last step: check every part is staged on DST, then make the single publish commit."""
-
     job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private)
     plan, publisher = _build(job, force=force, workdir=workdir)
     if dry_run:
         click.echo(f"dry run: would publish {len(plan.shards)} staged shard(s) to {publisher.label}")
         return
+    _run(job, plan, publisher, templates_dir, as_json, publish_only=True)
+
+
+def _run(job: Job, plan, publisher, templates_dir: str | None, as_json: bool, **how) -> None:
+    """Run the mirror with the command line's progress display, then report (stdout, Actions outputs)."""
     summary = run_mirror(plan, publisher, templates_dir=Path(templates_dir) if templates_dir else None,
-                         serving_overrides=job.serving, publish_only=True, hooks=run_hooks())
+                         serving_overrides=job.serving, hooks=run_hooks(), **how)
     _report(summary, publisher, as_json, plan)
-
-
 
 
 # ------------------------------------------------------------------------------------------------ check
@@ -315,7 +286,6 @@ def publish(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def check(src, dst, tp, revision, config_file, as_json) -> None:
     """Is DST up to date with SRC? API calls only: reports up-to-date, stale or missing."""
-
     if config_file:
         result = check_many(config_file, only_upstream=src, target=dst)
         changed = [m for m in result["mirrors"] if m["changed"]]
@@ -349,7 +319,6 @@ def check(src, dst, tp, revision, config_file, as_json) -> None:
 @click.option("--dry-run", is_flag=True, help="Show which files would change; commit nothing.")
 def card(dst, upstream, templates_dir, dry_run) -> None:
     """Re-render DST's model card, recipe and patch files from its hubpad.json; no shard is read or written."""
-
     result = refresh_card(dst, upstream=upstream, templates_dir=Path(templates_dir) if templates_dir else None,
                           dry_run=dry_run)
     set_outputs({"changed": bool(result["changed"]), "target_commit": result.get("commit") or "",
@@ -369,7 +338,6 @@ def card(dst, upstream, templates_dir, dry_run) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the verification report as JSON.")
 def verify(src: str, dst: str, as_json: bool) -> None:
     """Check DST is SRC padded losslessly: original bytes in place, pads exactly zero, config and index right."""
-
     report = verify_derivative(open_source(src), open_source(dst))
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -386,7 +354,6 @@ def verify(src: str, dst: str, as_json: bool) -> None:
               help="Folder for the demo's upstream and padded checkpoints.")
 def demo(out: str) -> None:
     """Offline example: build a tiny Hy3-shaped RedHatAI-layout checkpoint, pad it for TP=3, verify it."""
-
     run_demo(Path(out))
 
 
