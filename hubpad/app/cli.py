@@ -16,9 +16,11 @@ from hubpad.app.gha import error as gha_error
 from hubpad.app.gha import in_github_actions
 from hubpad.app.gha import set_outputs as gha_set_outputs
 from hubpad.app.progress import run_hooks
+from hubpad.app.advice_report import advice_text
 from hubpad.app.report import plan_text
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.mirrors_file import find_mirror, load_mirrors
+from hubpad.plan.advisor import DEFAULT_TPS, advise
 from hubpad.plan.planner import make_plan
 from hubpad.plan.shards import split_parts
 from hubpad.publish import make_publisher
@@ -83,16 +85,39 @@ def main() -> None:
 # ------------------------------------------------------------------------------------------------ plan
 
 
+def _tp_values(ctx, param, values: tuple[str, ...]) -> tuple[int | str, ...]:
+    """`--tp N` (repeatable) or `--tp auto`: sizes 1..1024, or the word auto."""
+    out: list[int | str] = []
+    for v in values:
+        if v.strip().lower() == "auto":
+            out.append("auto")
+        elif v.strip().isdigit() and 1 <= int(v) <= 1024:
+            out.append(int(v))
+        else:
+            raise click.BadParameter(f"{v!r} is neither a size from 1 to 1024 nor 'auto'")
+    return tuple(out)
+
+
 @main.command()
 @click.argument("src")
-@click.option("--tp", type=click.IntRange(1, 1024), required=True, help="Target tensor-parallel size.")
+@click.option("--tp", "tps", multiple=True, callback=_tp_values, metavar="N|auto",
+              help="Target tensor-parallel size. Without it, with auto or with several: the TP advisor "
+                   "(one row per TP 1..8 plus the sizes given).")
 @click.option("--revision", default=None, help="Upstream branch, tag or commit (Hub only; default main).")
 @click.option("--shard-size", default="5GB", callback=_size, show_default=True, help="Output shard size.")
 @click.option("--parts", type=click.IntRange(1, 256), default=None, help="Split the output shards into K parts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def plan(src: str, tp: int, revision: str | None, shard_size: int, parts: int | None, as_json: bool) -> None:
-    """Show what padding SRC for TP=N changes, reading only config, index and headers."""
-    p = make_plan(open_source(src, revision), tp, shard_size)
+def plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard_size: int, parts: int | None,
+         as_json: bool) -> None:
+    """Show what padding SRC for TP=N changes, reading only config, index and headers (no N: which TPs work)."""
+    sizes = [t for t in tps if t != "auto"]
+    if len(tps) != 1 or "auto" in tps:
+        if parts:
+            raise ConfigError("--parts needs a single --tp N")
+        advice = advise(open_source(src, revision), DEFAULT_TPS + tuple(sizes))
+        click.echo(json.dumps(advice.to_json(), indent=2) if as_json else advice_text(advice))
+        return
+    p = make_plan(open_source(src, revision), sizes[0], shard_size)
     data = p.to_json()
     if parts:
         data["parts"] = split_parts(p, parts)
