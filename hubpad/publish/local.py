@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from hubpad.errors import HubpadError
+from hubpad.errors import HubpadError, IntegrityError
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
 from hubpad.publish.base import Publisher, Summary
@@ -75,7 +75,7 @@ class LocalPublisher(Publisher):
                 out.write(chunk)
         expected = source.files()[path].sha256
         if expected and expected != h.hexdigest():
-            raise HubpadError(f"{source.label}/{path}: sha256 mismatch while copying")
+            raise IntegrityError(f"{source.label}/{path}: sha256 mismatch while copying")
         return {"size": size, "sha256": h.hexdigest()}
 
     def publish(self, manifest: dict) -> None:

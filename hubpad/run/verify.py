@@ -11,7 +11,7 @@ import math
 import struct
 from collections.abc import Iterator
 
-from hubpad.errors import HubpadError
+from hubpad.errors import HubpadError, IntegrityError
 from hubpad.formats.names import INDEX, MANIFEST
 from hubpad.plan.model import TensorPlan
 from hubpad.plan.planner import make_plan
@@ -56,11 +56,11 @@ def check_pad_region(t: TensorPlan, region: bytes) -> None:
         for value in {region[i:i + s] for i in range(0, len(region), s)}:
             x = decode(t.dtype, value)
             if not (math.isfinite(x) and x > 0):
-                raise HubpadError(f"tensor {t.name}: padded scale cell {value.hex()} is {x}, not finite and positive")
+                raise IntegrityError(f"tensor {t.name}: padded scale cell {value.hex()} is {x}, not finite and positive")
         return
     zero = 0x88 if t.dtype == "I32" and suffix in ("weight_packed", "weight_zero_point") else 0x00
     if region.count(zero) != len(region):
-        raise HubpadError(f"tensor {t.name}: padded region is not all {'0x88 (int4 zero)' if zero else 'zero'}")
+        raise IntegrityError(f"tensor {t.name}: padded region is not all {'0x88 (int4 zero)' if zero else 'zero'}")
 
 
 def verify_derivative(src: Source, dst: Source) -> dict:
@@ -116,7 +116,7 @@ def verify_derivative(src: Source, dst: Source) -> dict:
     for name in shard_names:
         digest = dst_cur[name].finish() if name in dst_cur else None
         if recorded.get(name) and digest and digest != recorded[name]:
-            raise HubpadError(f"{dst.label}/{name}: sha256 {digest[:12]}… differs from {MANIFEST} ({recorded[name][:12]}…)")
+            raise IntegrityError(f"{dst.label}/{name}: sha256 {digest[:12]}… differs from {MANIFEST} ({recorded[name][:12]}…)")
         report_shards[name] = digest
     return {"ok": True, "tp": tp, "tensors": len(plan.tensors), "padded": sum(t.padded for t in plan.tensors),
             "bytes_checked": checked, "shards": report_shards,
@@ -136,7 +136,7 @@ def _compare(t: TensorPlan, sc: VerifiedReader, dc: VerifiedReader, dst_start: i
     def same(a: bytes, b: bytes, what: str) -> None:
         if a != b:
             i = next(k for k in range(min(len(a), len(b))) if a[k] != b[k]) if len(a) == len(b) else -1
-            raise HubpadError(f"tensor {t.name}: {what} differs from upstream (first differing byte {i})")
+            raise IntegrityError(f"tensor {t.name}: {what} differs from upstream (first differing byte {i})")
 
     step = 8 * 1024 * 1024
     if op.kind in ("copy", "append", "replace"):
@@ -164,7 +164,7 @@ def _compare(t: TensorPlan, sc: VerifiedReader, dc: VerifiedReader, dst_start: i
                 rb, nrb = op.row_bytes, op.new_row_bytes
                 for i in range(k):
                     if got[i * nrb:i * nrb + rb] != want[i * rb:(i + 1) * rb]:
-                        raise HubpadError(f"tensor {t.name}: row {r0 + i} of block {b} differs from upstream")
+                        raise IntegrityError(f"tensor {t.name}: row {r0 + i} of block {b} differs from upstream")
                     check_pad_region(t, got[i * nrb + rb:(i + 1) * nrb])
         extra = (op.new_rows - op.rows) * op.new_row_bytes
         for off, n in _chunks(extra, step):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from hubpad.errors import HubpadError
+from hubpad.errors import HubpadError, IntegrityError
 
 CHUNK = 8 * 1024 * 1024
 
@@ -176,7 +176,7 @@ class VerifiedReader:
                 pass
         digest = self._hash.hexdigest()
         if self.entry.sha256 and digest != self.entry.sha256:
-            raise HubpadError(
+            raise IntegrityError(
                 f"{self.source.label}/{self.entry.path}: sha256 mismatch (expected {self.entry.sha256[:12]}…, "
                 f"got {digest[:12]}…); nothing built from it is published"
             )
