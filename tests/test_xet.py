@@ -17,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -390,3 +392,129 @@ def test_xet_auth_and_not_found_errors_are_one_line(hub, upstream, monkeypatch, 
     assert err == [f"error: target {TARGET}: stage model-00001-of-00005.safetensors: {expected}"], r.output
     assert calls and calls[0].endswith(f"/api/models/{TARGET}/xet-write-token/hubpad-staging")
     assert len(_hubpad_commits(hub)) == 0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the Action keeps hf_xet's cache between runs
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _action_steps() -> list[dict]:
+    import yaml
+
+    from tests.helpers import ROOT
+
+    return yaml.safe_load((ROOT / "action.yml").read_text())["runs"]["steps"]
+
+
+def _bash_step(script: str, tmp_path: Path, env: dict) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / "github_output"
+    out.write_text("")
+    full = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "RUNNER_TEMP": str(tmp_path / "runner temp"),
+            "GITHUB_OUTPUT": str(out), "GITHUB_RUN_ID": "123", "GITHUB_RUN_ATTEMPT": "2", **env}
+    r = subprocess.run(["bash", "-c", script], env=full, capture_output=True, text=True, timeout=60)
+    return r, dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+
+
+def test_action_restores_and_saves_the_xet_cache_for_uploading_modes(tmp_path):
+    steps = _action_steps()
+    index = {s.get("id") or s.get("uses", "").split("@")[0]: i for i, s in enumerate(steps)}
+    prep, restore, save = (steps[index[k]] for k in ("xet-cache", "actions/cache/restore", "actions/cache/save"))
+    assert index["xet-cache"] < index["actions/cache/restore"] < index["hubpad"] < index["actions/cache/save"]
+    for step in (restore, save):  # pinned, driven only by the key step's outputs
+        assert re.fullmatch(r"actions/cache/(restore|save)@[0-9a-f]{40}", step["uses"])
+        assert "inputs." not in json.dumps(step)
+    assert restore["uses"].split("@")[1] == save["uses"].split("@")[1]
+    assert restore["with"]["path"] == save["with"]["path"] and restore["with"]["key"] == save["with"]["key"]
+    assert "!${{ steps.xet-cache.outputs.path }}/logs" in save["with"]["path"]  # hf_xet's logs are not cached
+    assert save["if"].startswith("always()")  # a failed run's uploads still help its re-run
+    assert restore["with"]["restore-keys"].splitlines() == ["${{ steps.xet-cache.outputs.part-prefix }}",
+                                                            "${{ steps.xet-cache.outputs.prefix }}"]
+
+    r, out = _bash_step(prep["run"], tmp_path, {"HUBPAD_MODE": "mirror", "HUBPAD_TARGET": "alice/Hy3 TP3",
+                                               "HUBPAD_UPSTREAM": "RedHatAI/Hy3", "HUBPAD_PART": "2/5",
+                                               "HUBPAD_XET_CACHE": "true"})
+    assert r.returncode == 0, r.stderr
+    assert out == {"enabled": "true", "path": f"{tmp_path}/runner temp/hubpad-xet-cache",
+                   "prefix": "hubpad-xet-v1-alice-Hy3-TP3-", "part-prefix": "hubpad-xet-v1-alice-Hy3-TP3-2-5-",
+                   "key": "hubpad-xet-v1-alice-Hy3-TP3-2-5-123-2"}
+    _, out = _bash_step(prep["run"], tmp_path, {"HUBPAD_MODE": "publish", "HUBPAD_UPSTREAM": "RedHatAI/Hy3",
+                                               "HF_XET_CACHE": "/big/xet"})
+    assert out["enabled"] == "true" and out["path"] == "/big/xet" and out["key"] == "hubpad-xet-v1-RedHatAI-Hy3-whole-123-2"
+    for env in ({"HUBPAD_MODE": "check"}, {"HUBPAD_MODE": "card"}, {"HUBPAD_MODE": "plan"},
+                {"HUBPAD_MODE": "mirror", "HUBPAD_XET_CACHE": "false"}):
+        assert _bash_step(prep["run"], tmp_path, env)[1]["enabled"] == "false"
+
+
+@pytest.mark.parametrize(("flag", "expected"), [("true", "{runner}/hubpad-xet-cache"), ("false", "")])
+def test_action_runs_hubpad_with_the_cached_xet_dir(tmp_path, flag, expected):
+    from tests.test_action import BLANK_INPUTS
+
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "hubpad"
+    fake.write_text('#!/usr/bin/env bash\nprintf %s "${HF_XET_CACHE:-}" >"$RECORD"\n')
+    fake.chmod(0o755)
+    hubpad_step = next(s for s in _action_steps() if s.get("id") == "hubpad")
+    env = {**BLANK_INPUTS, "HUBPAD_UPSTREAM": "a/b", "HUBPAD_XET_CACHE": flag, "RECORD": str(tmp_path / "rec"),
+           "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    r, _ = _bash_step(hubpad_step["run"], tmp_path, env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "rec").read_text() == expected.format(runner=f"{tmp_path}/runner temp")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the opt-in live check script, rehearsed against the emulator (the real run needs a token and the Hub)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _tiny_qwen3(path: Path) -> Path:
+    """Shaped like trl-internal-testing/tiny-Qwen3ForCausalLM (hidden 8, 4 heads of 128, 2 kv heads, 32-wide MLP,
+    2 layers, BF16), with a smaller vocab and a tokenizer.json big enough to be an LFS file."""
+    from hubpad.testing import write_checkpoint
+
+    vocab = 1000
+    cfg = {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 8, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 32, "num_hidden_layers": 2,
+           "vocab_size": vocab, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    tensors = [("model.embed_tokens.weight", "BF16", (vocab, 8))]
+    for i in range(2):
+        p = f"model.layers.{i}"
+        tensors += [(f"{p}.self_attn.q_proj.weight", "BF16", (512, 8)),
+                    (f"{p}.self_attn.k_proj.weight", "BF16", (256, 8)),
+                    (f"{p}.self_attn.v_proj.weight", "BF16", (256, 8)),
+                    (f"{p}.self_attn.o_proj.weight", "BF16", (8, 512)),
+                    (f"{p}.self_attn.q_norm.weight", "BF16", (128,)), (f"{p}.self_attn.k_norm.weight", "BF16", (128,)),
+                    (f"{p}.mlp.gate_proj.weight", "BF16", (32, 8)), (f"{p}.mlp.up_proj.weight", "BF16", (32, 8)),
+                    (f"{p}.mlp.down_proj.weight", "BF16", (8, 32)), (f"{p}.input_layernorm.weight", "BF16", (8,)),
+                    (f"{p}.post_attention_layernorm.weight", "BF16", (8,))]
+    tensors += [("model.norm.weight", "BF16", (8,)), ("lm_head.weight", "BF16", (vocab, 8))]
+    tokenizer = json.dumps({"model": {"vocab": {f"t{i}": i for i in range(vocab)}}, "pad": "x" * 200_000})
+    return write_checkpoint(path, cfg, tensors, n_shards=1,
+                            extra_files={"README.md": "---\nlicense: apache-2.0\n---\n", "tokenizer.json": tokenizer})
+
+
+def test_live_check_script_passes_against_the_emulator(hub, tmp_path):
+    import sys
+
+    from tests.helpers import ROOT
+
+    up = "trl-internal-testing/tiny-Qwen3ForCausalLM"
+    src = _tiny_qwen3(tmp_path / "up")
+    hub.seed(up, {p.relative_to(src).as_posix(): p for p in src.rglob("*") if p.is_file()},
+             lfs={"model.safetensors", "tokenizer.json"})
+    release_xet_session()  # the script's hubpad processes must own hf_xet's local store
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_XET"}
+    env.update(PYTHON=sys.executable, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               TMPDIR=str(tmp_path))
+    hub.reset_log()
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "live_check.sh")], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"live check passed: {up} -> alice/hubpad-live-check-" in r.stdout
+    assert "1 shard(s) Xet-backed; 1 upstream file(s) copied (1 LFS/Xet: ['tokenizer.json'])" in r.stdout
+    assert '"up_to_date": true' in r.stdout and "ok: 25 tensors checked" in r.stdout
+    assert len(hub.find_requests("POST", kind="lfs-duplicate")) == 1  # tokenizer.json: copied server-side
+    _token_route_calls(hub)
+    created = [e.repo_id for e in hub.find_requests("POST", kind="create-repo")]
+    assert len(created) == 1 and not hub.repo_exists(created[0])  # the scratch repo is gone again
+    assert hub.token not in r.stdout + r.stderr
