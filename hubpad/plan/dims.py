@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import Adapter
+from hubpad.plan.heads import HeadShape
 
 VLLM_VOCAB_PAD = 64
 
@@ -18,6 +19,11 @@ class Aligns:
     q_n: int = 1  # q_proj rows
     kv_n: int = 1  # k/v_proj rows
     o_k: int = 1  # o_proj columns
+    extra: dict[str, int] = field(default_factory=dict)  # an adapter's own per-head widths (MLA's kv_b_proj rows)
+
+    def of(self, key: str) -> int:
+        """The alignment of the layers whose per-head width is HeadShape.widths[key]."""
+        return {"q": self.q_n, "kv": self.kv_n, "o": self.o_k}.get(key) or self.extra.get(key, 1)
 
 
 def kv_per_rank(kv: int, tp: int) -> int | None:
@@ -29,45 +35,45 @@ def kv_per_rank(kv: int, tp: int) -> int | None:
     return None
 
 
-def head_problems(h: int, kv: int, hd: int, tp: int, a: Aligns, hidden: int, adapter: Adapter) -> list[str]:
-    """Why (h heads, kv heads) cannot serve at `tp`; empty when they can."""
+def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidden: int,
+                  adapter: Adapter) -> list[str]:
+    """Why (h heads, kv heads) cannot serve at `tp`; empty when they can (an int `hs` is head_dim everywhere)."""
+    hs = HeadShape.of(hs)
     why = []
     if h % tp:
         why.append(f"{h} attention heads % tp {tp} != 0")
         return why
-    kvr = kv_per_rank(kv, tp)
+    kvr = kv_per_rank(kv, tp) if hs.kv_heads else h // tp
     if kvr is None:
         why.append(f"{kv} kv heads neither divide nor are divided by tp {tp}")
         return why
-    q_rows = h // tp * hd
-    if q_rows % a.q_n:
-        why.append(f"q_proj rows per rank {q_rows} % {a.q_n} != 0")
-    if kvr * hd % a.kv_n:
-        why.append(f"k/v_proj rows per rank {kvr * hd} % {a.kv_n} != 0")
-    if q_rows % a.o_k:
-        why.append(f"o_proj columns per rank {q_rows} % {a.o_k} != 0")
+    for key, width in hs.widths.items():
+        per_rank = (kvr if key == "kv" else h // tp) * width
+        if per_rank % a.of(key):
+            why.append(f"{hs.labels[key]} per rank {per_rank} % {a.of(key)} != 0")
     if adapter.hidden_must_divide_by_heads and hidden % h:
         why.append(f"transformers' {adapter.name} config rejects hidden_size {hidden} % {h} heads != 0")
     return why
 
 
-def choose_heads(h: int, kv: int, hd: int, tp: int, aligns: Aligns, hidden: int, adapter: Adapter) -> tuple[int, int]:
+def choose_heads(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden: int,
+                 adapter: Adapter) -> tuple[int, int]:
     """Smallest (heads, kv heads) that shard at `tp`, appending whole GQA groups so head i keeps kv head i//group."""
     if h % kv:
         raise ConfigError(f"config.json: {h} attention heads are not a multiple of {kv} kv heads")
-    if not head_problems(h, kv, hd, tp, aligns, hidden, adapter):
+    if not head_problems(h, kv, hs, tp, aligns, hidden, adapter):
         return h, kv
     group = h // kv
     candidates = [(k2 * group, k2) for k2 in range(kv + 1, kv * 8 + tp * 8)]
     if kv == 1:  # MQA: every head maps to kv head 0 whatever the group size
         candidates += [(h2, 1) for h2 in range(h + 1, h * 8 + tp * 8)]
     for h2, k2 in sorted(candidates):
-        if not head_problems(h2, k2, hd, tp, aligns, hidden, adapter):
+        if not head_problems(h2, k2, hs, tp, aligns, hidden, adapter):
             return h2, k2
-    reasons = "; ".join(head_problems(h, kv, hd, tp, aligns, hidden, adapter))
+    reasons = "; ".join(head_problems(h, kv, hs, tp, aligns, hidden, adapter))
     # Say what blocks the first candidate that shards at all: that is the constraint to relax.
     for h2, k2 in sorted(candidates):
-        why = head_problems(h2, k2, hd, tp, aligns, hidden, adapter)
+        why = head_problems(h2, k2, hs, tp, aligns, hidden, adapter)
         if h2 % tp == 0 and kv_per_rank(k2, tp) is not None:
             reasons += f"; the first whole-group padding that shards, {h2} heads / {k2} kv heads, fails: " + "; ".join(why)
             break
@@ -94,9 +100,9 @@ def choose_intermediate(size: int, tp: int, n_align: int, k_align: int) -> int:
     return -(-size // quantum) * quantum
 
 
-def heads_shard_as_is(h: int, kv: int, hd: int, tp: int, aligns: Aligns, hidden: int, adapter: Adapter) -> bool:
+def heads_shard_as_is(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden: int, adapter: Adapter) -> bool:
     """True when the heads already shard at `tp` (no padding)."""
-    return h % kv == 0 and not head_problems(h, kv, hd, tp, aligns, hidden, adapter)
+    return h % kv == 0 and not head_problems(h, kv, hs, tp, aligns, hidden, adapter)
 
 
 def vocab_info(vocab: int, tp: int) -> dict:
@@ -108,7 +114,7 @@ def vocab_info(vocab: int, tp: int) -> dict:
             "patch_pad_to": pad_to, "patched_size": -(-vocab // pad_to) * pad_to}
 
 
-def make_rank_table(tp: int, h2: int, kv2: int, hd: int, aligns: Aligns, new_inter: dict[str, int],
+def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Aligns, new_inter: dict[str, int],
                     group_align: dict[str, tuple[int, int]], vocab: dict, config: dict) -> list[dict]:
     """Per-rank divisibility of every sharded dim after padding, as vLLM will check it."""
     rows = []
@@ -118,16 +124,15 @@ def make_rank_table(tp: int, h2: int, kv2: int, hd: int, aligns: Aligns, new_int
                      "required": required})
 
     row("attention heads", h2, h2 // tp if h2 % tp == 0 else None, h2 % tp == 0, f"{h2} % {tp} == 0")
-    kvr = kv_per_rank(kv2, tp)
-    rule = f"{kv2} % {tp} == 0" if kv2 >= tp else f"{tp} % {kv2} == 0 (replicated)"
-    row("kv heads", kv2, kvr, kvr is not None, rule)
-    if h2 % tp == 0:
-        q = h2 // tp * hd
-        row("q_proj rows", h2 * hd, q, q % aligns.q_n == 0, f"{q} % {aligns.q_n} == 0")
-        row("o_proj columns", h2 * hd, q, q % aligns.o_k == 0, f"{q} % {aligns.o_k} == 0")
-    if kvr is not None:
-        k = kvr * hd
-        row("k/v_proj rows", kv2 * hd, k, k % aligns.kv_n == 0, f"{k} % {aligns.kv_n} == 0")
+    kvr, hs = kv_per_rank(kv2, tp), HeadShape.of(hs)
+    if hs.kv_heads:  # MLA has none: its latent KV is replicated
+        rule = f"{kv2} % {tp} == 0" if kv2 >= tp else f"{tp} % {kv2} == 0 (replicated)"
+        row("kv heads", kv2, kvr, kvr is not None, rule)
+    for key in sorted(hs.widths, key=lambda k: k == "kv"):  # head-sharded layers first, then k/v
+        count, per = (kv2, kvr if hs.kv_heads else None) if key == "kv" else (h2, h2 // tp if h2 % tp == 0 else None)
+        if per is not None:
+            n, a = per * hs.widths[key], aligns.of(key)
+            row(hs.labels[key], count * hs.widths[key], n, n % a == 0, f"{n} % {a} == 0")
     for group, size in new_inter.items():
         n_al, k_al = group_align.get(group, (MLP_TILE, MLP_TILE))
         a = math.lcm(n_al, k_al)

@@ -33,6 +33,7 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
+from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import COPY_OP, Dim, PadOp, Plan, TensorPlan
 from hubpad.plan.ops import tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
@@ -80,6 +81,7 @@ class _Shape:
     kv: int
     head_dim: int
     inter: dict[str, tuple[tuple[str, ...], int]]  # group -> (config keys, size)
+    geometry: HeadShape  # rows/columns per head of each head-sharded layer
 
 
 @dataclass
@@ -133,11 +135,11 @@ def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
 def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     """Choose the dims for `tp` and every tensor's byte recipe (the TP advisor calls this once per TP)."""
     inputs, shape, modules, aligns, group_align = s.inputs, s.shape, s.modules, s.aligns, s.group_align
-    h2, kv2 = choose_heads(shape.heads, shape.kv, shape.head_dim, tp, aligns, shape.hidden, inputs.adapter)
+    h2, kv2 = choose_heads(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden, inputs.adapter)
     new_inter = {g: choose_intermediate(size, tp, *group_align.get(g, (MLP_TILE, MLP_TILE)))
                  for g, (_, size) in shape.inter.items()}
     dims = _dims(shape, h2, kv2, new_inter)
-    tensors = _tensor_plans(modules, shape.head_dim, h2, kv2, new_inter)
+    tensors = _tensor_plans(modules, shape.geometry, h2, kv2, new_inter)
 
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
@@ -148,7 +150,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         adapter=inputs.adapter, quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}),
         dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
-        rank_table=make_rank_table(tp, h2, kv2, shape.head_dim, aligns, new_inter, group_align, vocab, inputs.config),
+        rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.config),
         vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter),
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
     )
@@ -193,8 +195,8 @@ def _shape(config: dict, adapter: Adapter) -> _Shape:
     hidden = int(config.get("hidden_size", 0))
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
-    head_dim = int(config.get("head_dim") or (hidden // heads))
-    return _Shape(hidden, heads, kv, head_dim, adapter.intermediate_sizes(config))
+    geometry = adapter.head_shape(config)
+    return _Shape(hidden, heads, kv, geometry.widths["q"], adapter.intermediate_sizes(config), geometry)
 
 
 def _required(config: dict, key: str):
@@ -268,7 +270,10 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]]) -> tuple[Aligns,
     aligns = Aligns()
     group_align: dict[str, list[int]] = {}
     for _, role, lay in distinct:
-        if role.kind == "q":
+        if role.kind in ("q", "kv", "o") and role.width_key not in ("q", "kv", "o"):
+            key = role.width_key
+            aligns.extra[key] = math.lcm(aligns.of(key), lay.k_align if role.kind == "o" else lay.n_align)
+        elif role.kind == "q":
             aligns.q_n = math.lcm(aligns.q_n, lay.n_align)
         elif role.kind == "kv":
             aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
@@ -289,11 +294,10 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]]) -> tuple[Aligns,
 def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]], shape: _Shape,
                                   adapter: Adapter) -> None:
     """Every padded layer's width must be the one config.json states, before anything is chosen from it."""
-    heads_dim, kv_dim = shape.heads * shape.head_dim, shape.kv * shape.head_dim
-    expected = {"q": ("out_features", heads_dim), "kv": ("out_features", kv_dim), "o": ("in_features", heads_dim)}
     for module, role, lay in distinct:
-        if role.kind in expected:
-            attr, want = expected[role.kind]
+        if role.kind in ("q", "kv", "o"):
+            attr = "in_features" if role.kind == "o" else "out_features"
+            want = (shape.kv if role.kind == "kv" else shape.heads) * shape.geometry.widths[role.width_key]
         else:
             if role.group not in shape.inter:
                 raise ConfigError(f"tensor {module}: config.json has no size for its {role.group} intermediate "
@@ -306,8 +310,9 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
 
 def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int]) -> list[Dim]:
     dims = [Dim("attention heads", ("num_attention_heads",), shape.heads, h2),
-            Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2),
-            Dim("head dim", ("head_dim",), shape.head_dim, shape.head_dim)]
+            Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2)]
+    if shape.geometry.config_head_dim is not None:  # MLA: head_dim is not a key of its config
+        dims.append(Dim("head dim", ("head_dim",), shape.head_dim, shape.head_dim))
     for group, (keys, size) in shape.inter.items():
         dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
     return dims
@@ -322,7 +327,7 @@ def _new_config(config: dict, dims: list[Dim]) -> dict:
     return merged
 
 
-def _tensor_plans(m: _Modules, head_dim: int, h2: int, kv2: int, new_inter: dict[str, int]) -> list[TensorPlan]:
+def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict[str, int]) -> list[TensorPlan]:
     """The byte recipe of every output tensor.
 
     A recipe depends only on the layout, the parameter's dtype/shape and the target dims, so the thousands
@@ -336,7 +341,7 @@ def _tensor_plans(m: _Modules, head_dim: int, h2: int, kv2: int, new_inter: dict
             plans.extend(TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in params.values())
             continue
         lay = m.layouts[module]
-        out2, in2 = padded_features(role, lay, head_dim, h2, kv2, new_inter)
+        out2, in2 = padded_features(role, lay, hs, h2, kv2, new_inter)
         for suffix, t in params.items():
             key = (id(lay), id(role), suffix, t.dtype, t.shape, out2, in2)  # layouts are shared objects
             recipe = recipes.get(key)
@@ -359,16 +364,18 @@ def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
     return plan.op, plan.shape, plan.nbytes
 
 
-def padded_features(role: Role, lay: LinearLayout, head_dim: int, h2: int, kv2: int,
-                     new_inter: dict[str, int]) -> tuple[int, int]:
-    """(out, in) features of a padded layer after padding: which one grows depends on its role."""
+def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int, kv2: int,
+                    new_inter: dict[str, int]) -> tuple[int, int]:
+    """(out, in) features of a padded layer after padding: which one grows depends on its role (and, for head
+    layers, on its per-head width; an int `hs` is head_dim everywhere)."""
     out2, in2 = lay.out_features, lay.in_features
+    width = HeadShape.of(hs).widths.get(role.width_key, 0)
     if role.kind == "q":
-        out2 = h2 * head_dim
+        out2 = h2 * width
     elif role.kind == "kv":
-        out2 = kv2 * head_dim
+        out2 = kv2 * width
     elif role.kind == "o":
-        in2 = h2 * head_dim
+        in2 = h2 * width
     elif role.kind == "rows":
         out2 = new_inter[role.group]
     elif role.kind == "cols":
@@ -409,6 +416,6 @@ def _stock_tp_values(shape: _Shape, aligns: Aligns, group_align: dict[str, tuple
                      adapter: Adapter) -> list[int]:
     """TP sizes 1..8 the upstream already serves at without padding (the card says so)."""
     return [t for t in range(1, 9)
-            if heads_shard_as_is(shape.heads, shape.kv, shape.head_dim, t, aligns, shape.hidden, adapter)
+            if heads_shard_as_is(shape.heads, shape.kv, shape.geometry, t, aligns, shape.hidden, adapter)
             and all(choose_intermediate(s, t, *group_align.get(g, (MLP_TILE, MLP_TILE))) == s
                     for g, (_, s) in shape.inter.items())]

@@ -16,7 +16,8 @@ except ImportError:  # Python 3.10
     import sre_constants as _sre_c
     import sre_parse as _sre
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError, HubpadError
+from hubpad.plan.heads import HeadShape
 
 L = r"^model\.layers\.(\d+)\."
 
@@ -26,11 +27,16 @@ class Role:
     """What padding does to a linear layer.
 
     kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads),
-    "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched).
+    "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched). For the head kinds,
+    `group` names the per-head width (HeadShape.widths) when it is not the kind's own, as MLA's kv_b_proj.
     """
 
     kind: str
     group: str | None = None
+
+    @property
+    def width_key(self) -> str:
+        return self.group or self.kind
 
 
 COPY = Role("copy")
@@ -55,6 +61,8 @@ COPY_MODULES = [
     L + r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$",
 ]
 ROUTERS = [L + r"mlp\.(gate|router\.gate|shared_expert_gate)$"]
+# The MTP block at index num_hidden_layers (DeepSeek-V3, GLM-4.x): its own embedding, norms, projection, head.
+MTP_MODULES = [L + r"(enorm|hnorm|eh_proj|embed_tokens|shared_head\.norm|shared_head\.head)$"]
 # Parameters that are not `<module>.<suffix>` of a linear layer.
 COPY_PARAMS = [
     L + r"mlp\.(expert_bias|e_score_correction_bias|gate\.e_score_correction_bias)$",
@@ -127,9 +135,29 @@ class Adapter:
                 out[group] = (present, int(config[present[0]]))
         return out
 
+    def head_shape(self, config: dict) -> HeadShape:
+        """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""
+        heads = int(config.get("num_attention_heads") or 1)
+        return HeadShape.uniform(int(config.get("head_dim") or (int(config.get("hidden_size", 0)) // heads)))
+
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""
         return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": []}
+
+
+def mtp_speculative(config: dict) -> dict | None:
+    """vLLM's speculative config for a checkpoint with MTP layers (`num_nextn_predict_layers`), else None."""
+    n = config.get("num_nextn_predict_layers")
+    return {"method": "mtp", "num_speculative_tokens": int(n)} if n else None
+
+
+def one_shared_expert(config: dict) -> None:
+    """A shared expert padded with the routed experts' width (moe_intermediate_size × n_shared_experts in vLLM)
+    stays exact only when there is exactly one; refuse anything else rather than pad it wrongly."""
+    shared = config.get("n_shared_experts")
+    if shared not in (None, 0, 1):
+        raise ConfigError(f"config.json: n_shared_experts {shared} is not supported (the shared expert is padded "
+                          f"with the routed experts' width, which needs exactly one shared expert)")
 
 
 def literal_tails(patterns: list[str]) -> frozenset[str] | None:

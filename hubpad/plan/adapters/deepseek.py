@@ -1,0 +1,78 @@
+"""DeepSeek-V3 / R1 and Kimi-K2 (`deepseek_v3`, `kimi_k2`): multi-head latent attention (MLA) plus routed experts.
+
+MLA has no kv heads to pad: the latent KV (kv_a_proj_with_mqa, kv_a_layernorm) is shared by every head and
+replicated on every rank. vLLM (deepseek_v2.py `DeepseekV2MLAAttention`) shards per head: q_b_proj (q_proj without
+a q LoRA) rows of qk_nope + qk_rope, kv_b_proj rows of qk_nope + v, o_proj columns of v. Padded heads get zero
+rows there and zero o_proj columns. Through vLLM's weight absorption (W_UK / W_UV split per head out of
+kv_b_proj) a padded head has zero q, zero W_UK and zero W_UV, so its output is exactly zero. With FP8 block 128,
+each rank's q_b_proj rows (heads/rank × 192) must be whole blocks, so heads/rank is even: Kimi-K2's 64 heads
+become 66 at TP=3 and 72 at TP=6, DeepSeek-V3's 128 become 132 at TP=3. The shared expert is padded with the
+routed experts' width; the MTP layer at index num_hidden_layers is padded like every other layer.
+"""
+
+from __future__ import annotations
+
+from hubpad.errors import ConfigError
+from hubpad.plan.adapters.base import (COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, MTP_MODULES, ROUTERS, SHARED,
+                                       Adapter, L, Role, mtp_speculative, one_shared_expert)
+from hubpad.plan.heads import HeadShape
+
+_MLA = [
+    (L + r"self_attn\.(q_b_proj|q_proj)$", Role("q")),
+    (L + r"self_attn\.kv_b_proj$", Role("q", "kv_b")),  # heads × (qk_nope + v) rows
+    (L + r"self_attn\.o_proj$", Role("o")),
+]
+# Replicated on every rank (vLLM fuses q_a_proj and kv_a_proj_with_mqa into one ReplicatedLinear).
+_LATENT = [L + r"self_attn\.(q_a_proj|kv_a_proj_with_mqa|q_a_layernorm|kv_a_layernorm)$"]
+_MLA_KEYS = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank")
+
+
+class MlaAdapter(Adapter):
+    """Heads carry three widths (q, kv_b, o) and no kv heads; the shared expert must be one expert wide."""
+
+    tool_call_parser = "deepseek_v3"
+    reasoning_parser = "deepseek_v3"  # separates thinking only when a request asks for it (else identity)
+    extra_args: tuple[str, ...] = ()
+
+    def head_shape(self, config: dict) -> HeadShape:
+        bad = [k for k in _MLA_KEYS if not isinstance(config.get(k), int) or config[k] <= 0]
+        if bad:
+            raise ConfigError(f"config.json: {bad[0]} missing or not a positive integer (needed for MLA)")
+        heads, kv = config.get("num_attention_heads"), config.get("num_key_value_heads")
+        if kv is not None and kv != heads:
+            raise ConfigError(f"config.json: num_key_value_heads {kv} differs from num_attention_heads {heads}; "
+                              f"MLA has no kv heads and hubpad only knows checkpoints that set them equal")
+        nope, rope, v = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
+        q_label = "q_b_proj rows" if config.get("q_lora_rank") else "q_proj rows"
+        return HeadShape({"q": nope + rope, "o": v, "kv_b": nope + v},
+                         {"q": q_label, "o": "o_proj columns", "kv_b": "kv_b_proj rows"},
+                         kv_heads=False, config_head_dim=None)
+
+    def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
+        one_shared_expert(config)
+        return super().intermediate_sizes(config)
+
+    def serving(self, config: dict) -> dict:
+        return {"tool_call_parser": self.tool_call_parser, "reasoning_parser": self.reasoning_parser,
+                "speculative_config": mtp_speculative(config), "extra_args": list(self.extra_args)}
+
+
+class KimiK2Adapter(MlaAdapter):
+    """Kimi-K2 ships its tokenizer as remote code (tiktoken), so vLLM needs --trust-remote-code."""
+
+    tool_call_parser = "kimi_k2"
+    reasoning_parser = "kimi_k2"
+    extra_args = ("--trust-remote-code",)
+
+
+def _mla(cls: type[MlaAdapter], model_type: str) -> MlaAdapter:
+    return cls(
+        name=model_type, model_types=(model_type,),
+        linear_patterns=_MLA + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],
+        copy_modules=COPY_MODULES + ROUTERS + _LATENT + MTP_MODULES, copy_params=COPY_PARAMS,
+        intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
+    )
+
+
+DEEPSEEK_V3 = _mla(MlaAdapter, "deepseek_v3")
+KIMI_K2 = _mla(KimiK2Adapter, "kimi_k2")

@@ -1,0 +1,37 @@
+"""The head geometry of an attention block: how many rows or columns every head-sharded layer holds per head.
+
+Multi-head and grouped-query attention give every head-sharded layer `head_dim` per head (q/k/v rows, o
+columns). Multi-head latent attention (DeepSeek-V3, Kimi-K2) differs: q_b_proj holds qk_nope + qk_rope rows per
+head, kv_b_proj qk_nope + v rows per head, o_proj v columns per head, and there are no kv heads (the latent KV
+is shared). Adapters describe their geometry with a HeadShape; choosing heads and the per-rank table read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HeadShape:
+    """Per-head width of every head-sharded layer, keyed by `Role.width_key` ("q", "kv", "o", or an adapter's own).
+
+    `labels` names each key in plans and errors; `kv_heads` is False where there are no kv heads to shard
+    (MLA); `config_head_dim` is written to config.json as head_dim (None: head_dim is not a free key there).
+    """
+
+    widths: dict[str, int]
+    labels: dict[str, str]
+    kv_heads: bool = True
+    config_head_dim: int | None = None
+
+    @staticmethod
+    def uniform(head_dim: int) -> "HeadShape":
+        """Multi-head / grouped-query attention: q, k, v and o all hold head_dim per head."""
+        return HeadShape({"q": head_dim, "kv": head_dim, "o": head_dim},
+                         {"q": "q_proj rows", "kv": "k/v_proj rows", "o": "o_proj columns"},
+                         kv_heads=True, config_head_dim=head_dim)
+
+    @staticmethod
+    def of(shape: "HeadShape | int") -> "HeadShape":
+        """A HeadShape as is, or an int taken as head_dim for every layer (callers that only know head_dim)."""
+        return shape if isinstance(shape, HeadShape) else HeadShape.uniform(int(shape))

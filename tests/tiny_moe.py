@@ -1,0 +1,40 @@
+"""Helpers for tiny MoE models with an MTP block (DeepSeek-V3, Kimi-K2, GLM-4.x): random weights, the MTP layer."""
+
+from __future__ import annotations
+
+import torch
+from safetensors.torch import load_file, save_file
+
+
+def randomize(model) -> None:
+    """O(1) random weights, norms around 1 and router correction biases, so padding errors would show."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.normal_(1.0, 0.3)
+            elif p.ndim >= 2:
+                p.normal_(0.0, 0.3)
+            else:
+                p.normal_(0.0, 0.5)  # biases
+        for layer in model.model.layers:
+            gate = getattr(layer.mlp, "gate", None)
+            if getattr(gate, "e_score_correction_bias", None) is not None:
+                gate.e_score_correction_bias.normal_(0.0, 0.1)
+
+
+def add_mtp_layer(path, cfg) -> None:
+    """Append an MTP block at index num_hidden_layers, as DeepSeek-V3 ships it (transformers does not load it)."""
+    tensors = load_file(path / "model.safetensors")
+    n, last = cfg.num_hidden_layers, cfg.num_hidden_layers - 1
+    for name in list(tensors):
+        if name.startswith(f"model.layers.{last}."):
+            tensors[name.replace(f".{last}.", f".{n}.", 1)] = tensors[name].clone() + 0.5
+    gen = torch.Generator().manual_seed(7)
+    h, v = cfg.hidden_size, cfg.vocab_size
+    for name, shape in {"enorm.weight": (h,), "hnorm.weight": (h,), "eh_proj.weight": (h, 2 * h),
+                        "embed_tokens.weight": (v, h), "shared_head.norm.weight": (h,),
+                        "shared_head.head.weight": (v, h)}.items():
+        tensors[f"model.layers.{n}.{name}"] = torch.randn(shape, generator=gen, dtype=torch.float64)
+    save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
+
+
