@@ -6,6 +6,8 @@ block) with BF16 norms, router gates, embeddings and lm_head. DeepSeek-V3 has on
 
 from __future__ import annotations
 
+from tests.moe_real import Tensors, checkpoint
+
 _FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
 _COMMON = {
     "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "aux_loss_alpha": 0.001,
@@ -32,42 +34,21 @@ KIMI_K2_CONFIG = dict(
 )
 
 
-def _fp8(name: str, out_f: int, in_f: int) -> list[tuple[str, str, tuple[int, ...]]]:
+def _fp8(name: str, out_f: int, in_f: int) -> Tensors:
     return [(f"{name}.weight", "F8_E4M3", (out_f, in_f)),
             (f"{name}.weight_scale_inv", "F32", (-(-out_f // 128), -(-in_f // 128)))]
 
 
-def _layer(cfg: dict, i: int) -> list[tuple[str, str, tuple[int, ...]]]:
-    h, heads, p = cfg["hidden_size"], cfg["num_attention_heads"], f"model.layers.{i}."
+def _attention(cfg: dict, i: int) -> Tensors:
+    h, heads, p = cfg["hidden_size"], cfg["num_attention_heads"], f"model.layers.{i}.self_attn."
     nope, rope, v, lq, lkv = (cfg[k] for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "q_lora_rank",
                                                 "kv_lora_rank"))
-    out = [(p + "input_layernorm.weight", "BF16", (h,)), (p + "post_attention_layernorm.weight", "BF16", (h,)),
-           (p + "self_attn.q_a_layernorm.weight", "BF16", (lq,)),
-           (p + "self_attn.kv_a_layernorm.weight", "BF16", (lkv,))]
-    out += _fp8(p + "self_attn.q_a_proj", lq, h) + _fp8(p + "self_attn.q_b_proj", heads * (nope + rope), lq)
-    out += _fp8(p + "self_attn.kv_a_proj_with_mqa", lkv + rope, h)
-    out += _fp8(p + "self_attn.kv_b_proj", heads * (nope + v), lkv) + _fp8(p + "self_attn.o_proj", h, heads * v)
-    if i < cfg["first_k_dense_replace"]:
-        inter = cfg["intermediate_size"]
-        return out + _fp8(p + "mlp.gate_proj", inter, h) + _fp8(p + "mlp.up_proj", inter, h) + _fp8(
-            p + "mlp.down_proj", h, inter)
-    moe, n_exp = cfg["moe_intermediate_size"], cfg["n_routed_experts"]
-    out += [(p + "mlp.gate.weight", "BF16", (n_exp, h)), (p + "mlp.gate.e_score_correction_bias", "F32", (n_exp,))]
-    for e in [f"experts.{j}" for j in range(n_exp)] + ["shared_experts"]:
-        out += _fp8(p + f"mlp.{e}.gate_proj", moe, h) + _fp8(p + f"mlp.{e}.up_proj", moe, h) + _fp8(
-            p + f"mlp.{e}.down_proj", h, moe)
-    return out
+    out = [(p + "q_a_layernorm.weight", "BF16", (lq,)), (p + "kv_a_layernorm.weight", "BF16", (lkv,))]
+    out += _fp8(p + "q_a_proj", lq, h) + _fp8(p + "q_b_proj", heads * (nope + rope), lq)
+    out += _fp8(p + "kv_a_proj_with_mqa", lkv + rope, h)
+    return out + _fp8(p + "kv_b_proj", heads * (nope + v), lkv) + _fp8(p + "o_proj", h, heads * v)
 
 
-def mla_tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
+def mla_tensors(cfg: dict) -> Tensors:
     """Every tensor of the checkpoint, MTP layers (embed, enorm, hnorm, eh_proj, shared_head) included."""
-    h, vocab, n = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
-    out = [("model.embed_tokens.weight", "BF16", (vocab, h))]
-    for i in range(n + cfg["num_nextn_predict_layers"]):
-        out += _layer(cfg, i)
-        if i >= n:
-            p = f"model.layers.{i}."
-            out += [(p + "embed_tokens.weight", "BF16", (vocab, h)), (p + "enorm.weight", "BF16", (h,)),
-                    (p + "hnorm.weight", "BF16", (h,)), (p + "eh_proj.weight", "BF16", (h, 2 * h)),
-                    (p + "shared_head.norm.weight", "BF16", (h,)), (p + "shared_head.head.weight", "BF16", (vocab, h))]
-    return out + [("model.norm.weight", "BF16", (h,)), ("lm_head.weight", "BF16", (vocab, h))]
+    return checkpoint(cfg, _attention, _fp8)

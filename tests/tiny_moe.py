@@ -23,7 +23,7 @@ def randomize(model) -> None:
 
 
 def add_mtp_layer(path, cfg) -> None:
-    """Append an MTP block at index num_hidden_layers, as DeepSeek-V3 ships it (transformers does not load it)."""
+    """Append an MTP block at index num_hidden_layers, as DeepSeek-V3 and GLM-4.x ship it (transformers skips it)."""
     tensors = load_file(path / "model.safetensors")
     n, last = cfg.num_hidden_layers, cfg.num_hidden_layers - 1
     for name in list(tensors):
@@ -38,3 +38,18 @@ def add_mtp_layer(path, cfg) -> None:
     save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
 
 
+def assert_same_logits(model, padded_path, label: str, vocab: int, rel_tol: float = 1e-12) -> float:
+    """Load the padded checkpoint in float64 and compare its logits with `model`'s; returns max |Δ|.
+
+    torch's grouped_mm has no float64 kernel, so experts run eagerly."""
+    import transformers
+
+    padded = transformers.AutoModelForCausalLM.from_pretrained(padded_path, dtype=torch.float64,
+                                                              experts_implementation="eager").eval()
+    ids = torch.randint(0, vocab, (2, 12), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        a, b = model(ids).logits, padded(ids).logits
+    delta = (a - b).abs().max().item()
+    print(f"{label}: max |Δ| = {delta}")
+    assert delta <= rel_tol * a.abs().max().item(), f"{label}: max |Δ| = {delta}"
+    return delta

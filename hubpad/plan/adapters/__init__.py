@@ -8,6 +8,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2
+from hubpad.plan.adapters.glm import GLM4_MOE
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
@@ -15,7 +16,7 @@ from hubpad.plan.adapters.qwen import QWEN3, QWEN_MOE
 
 __all__ = ["ADAPTERS", "COPY", "Adapter", "Role", "adapter_for"]
 
-ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN3, MIXTRAL, QWEN_MOE, DEEPSEEK_V3, KIMI_K2]
+ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN3, MIXTRAL, QWEN_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE]
 
 
 def adapter_for(config: dict) -> Adapter:

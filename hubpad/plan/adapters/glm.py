@@ -1,0 +1,35 @@
+"""GLM-4.5 / 4.6 / 4.5-Air (`glm4_moe`): GQA with q/k/v biases, optional per-head q/k norms, partial rotary,
+dense first layers, routed plus one shared expert with `e_score_correction_bias`, and an MTP layer.
+
+vLLM (glm4_moe.py) shards heads and kv heads like Llama (QKVParallelLinear / RowParallelLinear); its q/k norms
+are per head (head_dim wide), so zero heads stay zero, and partial rotary rotates part of each head, which keeps
+zero heads zero too. The shared expert is one MLP of moe_intermediate_size × n_shared_experts, padded with the
+routed experts' width (Air: 1408 → 1536 at TP=3). The MTP block (num_nextn_predict_layers) sits at index
+num_hidden_layers and is padded like the other layers.
+"""
+
+from __future__ import annotations
+
+from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, MTP_MODULES, ROUTERS,
+                                       SHARED, Adapter, Role, mtp_speculative, one_shared_expert)
+
+
+class GlmMoeAdapter(Adapter):
+    """GLM-4.5/4.6 serve with vLLM's glm45 tool-call and reasoning parsers, and MTP speculative decoding."""
+
+    def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
+        one_shared_expert(config)
+        return super().intermediate_sizes(config)
+
+    def serving(self, config: dict) -> dict:
+        return {"tool_call_parser": "glm45", "reasoning_parser": "glm45",
+                "speculative_config": mtp_speculative(config), "extra_args": []}
+
+
+GLM4_MOE = GlmMoeAdapter(
+    name="glm4_moe", model_types=("glm4_moe",),
+    linear_patterns=ATTENTION + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],
+    copy_modules=COPY_MODULES + ROUTERS + MTP_MODULES, copy_params=COPY_PARAMS,
+    intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
+    per_head_norms=True,
+)
