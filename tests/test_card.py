@@ -21,6 +21,7 @@ import yaml
 
 from hubpad.render import card as card_mod
 from hubpad.errors import HubpadError
+from tests import sparkrun_tool
 from hubpad.render.card import render_derivative
 from hubpad.render.upstream_card import OWNER_END, OWNER_START
 
@@ -440,33 +441,92 @@ def test_recipe_v2_shape_and_placeholders(which, commit):
     # the rendered command (placeholders filled the way sparkrun does) has no braces left but the JSON
     rendered = PLACEHOLDER.sub(lambda mm: str({**recipe["defaults"], "model": target}[mm.group(1)]), recipe["command"])
     assert not PLACEHOLDER.search(rendered)
-    if m["vocab"]["patch_needed"]:
-        assert recipe["container"] == card_mod.DEFAULT_PATCHED_IMAGE
+    assert recipe["container"] == card_mod.DEFAULT_CONTAINER  # the stock image: no custom container to build
+    if m["vocab"]["patch_needed"]:  # the plugin is installed into it by the pre_exec hook, on every node
+        hook = "\n".join(recipe["pre_exec"])
+        assert '"$SPARKRUN_MODEL_PATH/vllm_patch"' in hook and "pip install --no-cache-dir --no-deps" in hook
+        assert "import hubpad_vocab_patch" in hook and "{" not in hook  # sparkrun renders {placeholders} in hooks
     else:
-        assert recipe["container"] == card_mod.DEFAULT_CONTAINER
+        assert "pre_exec" not in recipe
 
 
 def test_recipe_images_are_configurable():
     m = hy3_manifest()
     m["serving"].update(container="example.org/vllm:2026", patched_image="example.org/hy3-tp3:1")
     files = render(m).files
-    assert yaml.safe_load(files["hy3-nvfp4-fp8-tp3.yaml"])["container"] == "example.org/hy3-tp3:1"
+    assert yaml.safe_load(files["hy3-nvfp4-fp8-tp3.yaml"])["container"] == "example.org/vllm:2026"
     assert "ARG BASE_IMAGE=example.org/vllm:2026" in files["vllm_patch/Containerfile"]
+    assert "docker build -t example.org/hy3-tp3:1 --build-arg BASE_IMAGE=example.org/vllm:2026" in files["README.md"]
 
 
-def test_recipe_loads_with_sparkrun_when_installed(tmp_path):
-    """Opt-in: sparkrun needs Python >= 3.12 and pins its own deps, so it is not a test dependency."""
-    recipe_mod = pytest.importorskip("sparkrun.core.recipe")
-    for kw in ({"published_commit": PUBLISHED}, {}, {"manifest": llama_manifest(), "target": LLAMA_TARGET, "card": LLAMA_CARD}):
-        name, text = next((k, v) for k, v in render(**kw).files.items() if k.endswith(".yaml"))
-        (tmp_path / name).write_text(text)
-        recipe = recipe_mod.Recipe.load(tmp_path / name)
-        assert recipe.name == name.removesuffix(".yaml")
-        assert recipe.validate() == []
-        assert recipe.min_nodes == recipe.max_nodes == hy3_manifest()["tp"]
-        command = recipe.render_command(recipe.build_config_chain())
-        assert not PLACEHOLDER.search(command), command
-        assert ("--revision " + PUBLISHED in command) == bool(kw.get("published_commit"))
+def test_card_says_trust_and_minimum_vllm():
+    m = hy3_manifest()
+    m["serving"]["min_vllm"] = {"version": "0.20.0", "because": ["tool-call parser hy_v3"]}
+    readme = render(m).files["README.md"]
+    assert "--cluster mycluster --trust\n```" in readme and "`pre_exec` hook" in readme
+    assert "**vLLM 0.20.0 or newer**: the first release with tool-call parser hy\\_v3." in readme
+    llama = render(llama_manifest(), target=LLAMA_TARGET, card=LLAMA_CARD).files["README.md"]
+    assert "--trust" not in llama and "or newer" not in llama
+    m["serving"]["min_vllm"] = {"version": "0.20; rm", "because": []}
+    with pytest.raises(HubpadError):
+        render(m)
+
+
+@pytest.fixture(scope="module")
+def sparkrun_venv():
+    """The real sparkrun (pyenv's Python 3.12, see tests/sparkrun_tool.py); skips where none can be made."""
+    venv = sparkrun_tool.sparkrun_venv()
+    if venv is None:
+        pytest.skip("no Python >= 3.12 with sparkrun here (pyenv 3.12 and a package registry are needed)")
+    return venv
+
+
+def test_recipe_validates_with_real_sparkrun(tmp_path, sparkrun_venv):
+    """sparkrun 0.4.2 itself: `recipe validate` (no errors, no warnings), its loader renders the serve command with
+    the family's flags, and `run --dry-run` runs the pre_exec hook that installs the vocab plugin on every node."""
+    hy3 = hy3_manifest()
+    hy3["serving"]["min_vllm"] = {"version": "0.20.0", "because": ["tool-call parser hy_v3"]}
+    cases = [({"published_commit": PUBLISHED, "manifest": hy3}, True), ({}, True),
+             ({"manifest": llama_manifest(), "target": LLAMA_TARGET, "card": LLAMA_CARD}, False)]
+    for kw, patch in cases:
+        files = render(**kw).files
+        name, text = next((k, v) for k, v in files.items() if k.endswith(".yaml"))
+        recipe_path = tmp_path / name
+        recipe_path.write_text(text)
+        report = sparkrun_tool.validate(sparkrun_venv, recipe_path, tmp_path / "home")
+        assert report["valid"] and report["errors"] == report["warnings"] == 0, report
+        # the one suggestion sparkrun makes is about installing a package in pre_exec, which is the point here
+        assert {i["code"] for i in report["issues"]} <= ({"inline-script"} if patch else set()), report
+        loaded = json.loads(sparkrun_tool.python(sparkrun_venv, SPARKRUN_LOAD, str(recipe_path)))
+        assert loaded["min_nodes"] == loaded["max_nodes"] == 3
+        assert ("--revision " + PUBLISHED in loaded["command"]) == bool(kw.get("published_commit"))
+        assert not PLACEHOLDER.search(loaded["command"].replace(loaded["spec"], "")), loaded["command"]
+        serving = (kw.get("manifest") or hy3_manifest())["serving"]
+        assert f"--tool-call-parser {serving['tool_call_parser']}" in loaded["command"]
+        assert bool(loaded["pre_exec"]) == patch
+        if kw.get("manifest") is hy3:
+            assert loaded["runtime_version"] == ">=0.20.0" and "--reasoning-parser hy_v3" in loaded["command"]
+        if not patch:
+            continue
+        result = sparkrun_tool.run_sparkrun(sparkrun_venv, ["-v", "run", "--dry-run", "--no-auto-detect",
+                                                            str(recipe_path), "-H", "n1,n2,n3"], tmp_path / "home")
+        out = result.stdout + result.stderr
+        assert result.returncode == 0, out[-3000:]
+        for node in ("n1", "n2", "n3"):  # the hook runs in every node's container before vLLM starts
+            assert f'pre_exec[2] on {node}/' in out and 'pip install --no-cache-dir --no-deps' in out, out[-3000:]
+        assert "Pre-serve hooks done" in out and "Starting head node serve" in out
+
+
+SPARKRUN_LOAD = """
+import json, sys
+from sparkrun.core.recipe import Recipe
+r = Recipe.load(sys.argv[1])
+assert r.validate() == [], r.validate()
+command = r.render_command(r.build_config_chain())
+spec = str(r.defaults.get("speculative_config") or "")
+print(json.dumps({"min_nodes": r.min_nodes, "max_nodes": r.max_nodes, "command": command, "spec": spec,
+                  "pre_exec": list(r.pre_exec or []), "runtime_version": r.runtime_version}))
+"""
 
 
 def test_bad_serving_values_are_refused():

@@ -529,15 +529,27 @@ def _recipe(manifest: dict, target_repo: str, published_commit: str | None, tp: 
     method = str(quant.get("method")).lower()
     return {
         "recipe_file": f"{target_repo.split('/', 1)[1].lower()}.yaml",
-        "container": container,
+        "container": container,  # the recipe runs the stock image; a vocab patch is installed by its pre_exec hook
         "base_image": container,
-        "image": image,
+        "image": image,  # what the Containerfile builds, for plain `vllm serve` users
+        "min_vllm": _min_vllm(serving),
         "flags": flags,
         "recipe_defaults": defaults,
         "recipe_quantization": method if method in SPARKRUN_QUANTIZATION else None,
         "upstream_tp_values": [int(v) for v in serving.get("upstream_tp_values") or []],
         "recipe_overrides": serving.get("recipe") or {},
     }
+
+
+def _min_vllm(serving: dict) -> dict[str, Any] | None:
+    """serving.min_vllm ({version, because}) as the card states it, or None when hubpad.json has none."""
+    info = serving.get("min_vllm") or {}
+    version = str(info.get("version") or "")
+    if not version:
+        return None
+    if not re.fullmatch(r"\d+(\.\d+){1,3}", version):
+        raise HubpadError(f"serving.min_vllm.version {version!r} is not a version number")
+    return {"version": version, "because": _str_list(info.get("because"))}
 
 
 def _front_matter(manifest: dict, upstream: _Upstream, cards: _Cards, license_info: dict, dims: list[dict], tp: int,

@@ -17,6 +17,7 @@ from typing import ContextManager, Protocol
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.manifest import dumps, is_fresh
 from hubpad.formats.names import INDEX, MANIFEST
+from hubpad.plan.adapters.vllm import min_vllm
 from hubpad.plan.model import Plan, ShardPlan
 from hubpad.publish.base import Publisher, Summary
 from hubpad.run.derivative import derivative_files
@@ -266,10 +267,15 @@ def _local_digest(plan: Plan, upstream_files: dict[str, dict]) -> str:
 
 def _serving(plan: Plan, overrides: dict | None) -> dict:
     """The family's vLLM serving flags, with what the format needs and the mirrors file's overrides."""
-    serving = dict(plan.adapter.serving(plan.config))
+    serving = dict(plan.adapter.serving(plan.new_config))  # the derivative's config: padded heads included
     serving["upstream_tp_values"] = plan.upstream_tp_values
+    features = list(serving.pop("vllm_features", []))
+    if plan.vocab.get("patch_needed"):
+        features.append("plugin:vocab-patch")
     if plan.quant.weight_only_nvfp4:  # W4A16 NVFP4 experts: GB10 (sm_121) serves them with Marlin MoE kernels
         serving["extra_args"] = [*serving.get("extra_args", []), "--moe-backend", "marlin"]
+        features.append("flag:moe-backend-marlin")
+    serving["min_vllm"] = min_vllm(features)
     serving.update(overrides or {})
     return serving
 

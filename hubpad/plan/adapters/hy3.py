@@ -14,6 +14,7 @@ from hubpad.plan.adapters.base import (
     L,
     Role,
 )
+from hubpad.plan.adapters.vllm import serving
 
 
 class Hy3Adapter(Adapter):
@@ -23,8 +24,8 @@ class Hy3Adapter(Adapter):
         spec = None
         if config.get("num_nextn_predict_layers"):
             spec = {"method": "mtp", "num_speculative_tokens": int(config["num_nextn_predict_layers"])}
-        return {"tool_call_parser": "hy_v3", "reasoning_parser": "hy_v3", "speculative_config": spec,
-                "extra_args": []}
+        return serving(tool="hy_v3", reasoning="hy_v3", spec=spec,
+                       features=("arch:HYV3ForCausalLM",) + (("spec:hy_v3_mtp",) if spec else ()))
 
 
 HY3 = Hy3Adapter(

@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 from hubpad.plan.adapters.base import ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, Adapter
+from hubpad.plan.adapters.vllm import serving
 
-LLAMA = Adapter(
+
+class LlamaAdapter(Adapter):
+    """Llama 3.1+ chat templates (llama3 RoPE scaling) emit JSON tool calls: vLLM's llama3_json parser reads them."""
+
+    def serving(self, config: dict) -> dict:
+        llama31 = (config.get("rope_scaling") or {}).get("rope_type") == "llama3"
+        return serving(tool="llama3_json" if llama31 else None)
+
+
+class MistralAdapter(Adapter):
+    """Mistral's tool calls use vLLM's mistral parser; Qwen2/2.5 chat templates use Hermes-style <tool_call> tags."""
+
+    def serving(self, config: dict) -> dict:
+        return serving(tool="hermes" if config.get("model_type") == "qwen2" else "mistral")
+
+
+LLAMA = LlamaAdapter(
     name="llama", model_types=("llama",), linear_patterns=ATTENTION + DENSE_MLP,
     copy_modules=COPY_MODULES, copy_params=COPY_PARAMS,
     intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True,
 )
 
-MISTRAL = Adapter(
+MISTRAL = MistralAdapter(
     name="mistral", model_types=("mistral", "qwen2"), linear_patterns=ATTENTION + DENSE_MLP,
     copy_modules=COPY_MODULES, copy_params=COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
 )

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 from hubpad.plan.adapters.base import ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, ROUTERS, SHARED, Adapter
+from hubpad.plan.adapters.vllm import serving
 
-QWEN3 = Adapter(
+
+class QwenAdapter(Adapter):
+    """Qwen3 (dense and MoE) templates: Hermes-style tool calls and <think> reasoning (vLLM's qwen3 parser);
+    Qwen2-MoE: Hermes tool calls, no reasoning."""
+
+    def serving(self, config: dict) -> dict:
+        arch = (config.get("architectures") or [""])[0]
+        if config.get("model_type") in ("qwen3", "qwen3_moe"):
+            return serving(tool="hermes", reasoning="qwen3", features=(f"arch:{arch}",))
+        return serving(tool="hermes")
+
+
+QWEN3 = QwenAdapter(
     name="qwen3", model_types=("qwen3",), linear_patterns=ATTENTION + DENSE_MLP,
     copy_modules=COPY_MODULES, copy_params=COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
     per_head_norms=True,
 )
 
-QWEN_MOE = Adapter(
+QWEN_MOE = QwenAdapter(
     name="qwen_moe", model_types=("qwen3_moe", "qwen2_moe"),
     linear_patterns=ATTENTION + DENSE_MLP + EXPERTS + SHARED,
     copy_modules=COPY_MODULES + ROUTERS, copy_params=COPY_PARAMS,
