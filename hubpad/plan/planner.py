@@ -21,7 +21,7 @@ from operator import attrgetter
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
-from hubpad.plan.adapters import adapter_for
+from hubpad.plan.adapters import adapter_for, check_refused
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.dims import (
     EXPERT_TILE,
@@ -163,6 +163,7 @@ def _read_inputs(source: Source) -> _Inputs:
         raise ConfigError(f"{source.label}: no config.json (is this a model checkpoint?)")
     config = read_json(source, "config.json")
     hf_quant = read_json(source, "hf_quant_config.json") if "hf_quant_config.json" in files else None
+    check_refused(config)
     if isinstance(config.get("text_config"), dict):
         raise ConfigError("config.json: multimodal checkpoints (text_config) are not supported yet")
     adapter = adapter_for(config)

@@ -8,15 +8,18 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2
+from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
 from hubpad.plan.adapters.glm import GLM4_MOE
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN3, QWEN_MOE
 
-__all__ = ["ADAPTERS", "COPY", "Adapter", "Role", "adapter_for"]
+__all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_refused"]
 
-ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN3, MIXTRAL, QWEN_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE]
+ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN3, MIXTRAL, QWEN_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE, GEMMA3_TEXT]
+# Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
+REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL}
 
 
 def adapter_for(config: dict) -> Adapter:
@@ -27,3 +30,10 @@ def adapter_for(config: dict) -> Adapter:
             return adapter
     known = sorted(t for a in ADAPTERS for t in a.model_types)
     raise ConfigError(f"config.json: model_type {model_type!r} is not supported (known: {', '.join(known)})")
+
+
+def check_refused(config: dict) -> None:
+    """Fail with the reason when config.json is a family hubpad knows it cannot pad exactly."""
+    reason = REFUSED.get(config.get("model_type"))
+    if reason:
+        raise ConfigError(f"config.json: {reason}")
