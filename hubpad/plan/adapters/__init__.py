@@ -12,6 +12,7 @@ from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
 from hubpad.plan.adapters.glm import GLM4_MOE
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
+from hubpad.plan.adapters.minimax import MINIMAX_M2_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN3, QWEN_MOE
 
@@ -19,7 +20,7 @@ __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "che
 
 ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN3, MIXTRAL, QWEN_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE, GEMMA3_TEXT]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
-REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL}
+REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL, "minimax_m2": MINIMAX_M2_REFUSAL}
 
 
 def adapter_for(config: dict) -> Adapter:
