@@ -23,9 +23,11 @@ CASES = {
     "llama": ("llama", dict(hidden_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=24,
                             intermediate_size=100), 3,
               {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 384}),
+    # Qwen2's heads are never padded (vLLM derives head_dim from hidden_size // heads, see
+    # test_qwen2_head_padding_is_refused); at TP=2 only its MLP grows, and its q/k/v biases are carried.
     "qwen2-biases": ("qwen2", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                                   intermediate_size=64), 3,
-                     {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 384}),
+                                   intermediate_size=64), 2,
+                     {"num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 256}),
     "qwen3-qknorm-tp6-kv-replicated": ("qwen3", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                                                      head_dim=16, intermediate_size=64), 6,
                                        {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 768}),
@@ -75,7 +77,7 @@ def test_padded_model_gives_identical_logits(tmp_path, case):
         assert cfg[key] == value, key
     assert cfg["head_dim"] == kwargs["head_dim"]
     if model_type == "qwen2":
-        assert any(t.name.endswith("q_proj.bias") and t.padded for t in plan.tensors)
+        assert any(t.name.endswith("q_proj.bias") for t in plan.tensors)
 
     report = verify_derivative(LocalSource(src), LocalSource(dst))
     assert report["padded"] > 0
@@ -89,3 +91,13 @@ def test_padded_model_gives_identical_logits(tmp_path, case):
     scale = a.abs().max().item()
     print(f"{case}: max |Δ| = {delta}")
     assert delta <= REL_TOL * scale, f"{case}: max |Δ| = {delta} (logits scale {scale})"
+
+
+def test_qwen2_head_padding_is_refused(tmp_path):
+    """vLLM's Qwen2 computes head_dim = hidden_size // heads (config.head_dim is ignored), so 4 → 6 heads would
+    serve with head_dim 10 instead of 16: hubpad refuses, naming the reason, instead of publishing a broken model."""
+    from hubpad.errors import ConfigError
+
+    _, src = _build(tmp_path, "qwen2", CASES["qwen2-biases"][1])
+    with pytest.raises(ConfigError, match=r"derives head_dim from hidden_size // heads .*\(64 // 6 = 10, not 16\)"):
+        make_plan(LocalSource(src), 3)

@@ -53,6 +53,10 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
             why.append(f"{hs.labels[key]} per rank {per_rank} % {a.of(key)} != 0")
     if adapter.hidden_must_divide_by_heads and hidden % h:
         why.append(f"transformers' {adapter.name} config rejects hidden_size {hidden} % {h} heads != 0")
+    head_dim = hs.widths.get("q")
+    if adapter.vllm_head_dim_from_hidden and hidden // h != head_dim:
+        why.append(f"vLLM's {adapter.name} model derives head_dim from hidden_size // heads and ignores config.head_dim "
+                   f"({hidden} // {h} = {hidden // h}, not {head_dim}), so its heads cannot be padded")
     return why
 
 

@@ -83,6 +83,9 @@ class Adapter:
     intermediate_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     per_head_norms: bool = False
     hidden_must_divide_by_heads: bool = False  # transformers' LlamaConfig rejects hidden % heads != 0
+    # vLLM's model class computes head_dim = hidden_size // heads and ignores config.head_dim (Qwen2, Qwen2-MoE):
+    # padded heads would change head_dim there, so they are refused.
+    vllm_head_dim_from_hidden: bool = False
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]

@@ -1,4 +1,4 @@
-"""Llama, Mistral and Qwen2: dense decoders with the Llama tensor names."""
+"""Llama and Mistral: dense decoders with the Llama tensor names."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ class LlamaAdapter(Adapter):
 
 
 class MistralAdapter(Adapter):
-    """Mistral's tool calls use vLLM's mistral parser; Qwen2/2.5 chat templates use Hermes-style <tool_call> tags."""
+    """Mistral's tool calls use vLLM's mistral parser."""
 
     def serving(self, config: dict) -> dict:
-        return serving(tool="hermes" if config.get("model_type") == "qwen2" else "mistral")
+        return serving(tool="mistral")
 
 
 LLAMA = LlamaAdapter(
@@ -28,6 +28,6 @@ LLAMA = LlamaAdapter(
 )
 
 MISTRAL = MistralAdapter(
-    name="mistral", model_types=("mistral", "qwen2"), linear_patterns=ATTENTION + DENSE_MLP,
+    name="mistral", model_types=("mistral",), linear_patterns=ATTENTION + DENSE_MLP,
     copy_modules=COPY_MODULES, copy_params=COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
 )

@@ -1,4 +1,4 @@
-"""Qwen3 (dense, per-head q/k norms) and the Qwen2/Qwen3 MoE models (routed plus shared experts)."""
+"""Qwen2/2.5 and Qwen3 (dense; Qwen3 with per-head q/k norms) and their MoE models (routed plus shared experts)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,20 @@ QWEN3 = QwenAdapter(
     per_head_norms=True,
 )
 
-QWEN_MOE = QwenAdapter(
-    name="qwen_moe", model_types=("qwen3_moe", "qwen2_moe"),
+# Qwen2 has q/k/v biases (no o_proj bias); vLLM's Qwen2 classes derive head_dim from hidden_size // heads.
+QWEN2 = QwenAdapter(
+    name="qwen2", model_types=("qwen2",), linear_patterns=ATTENTION + DENSE_MLP,
+    copy_modules=COPY_MODULES, copy_params=COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
+    vllm_head_dim_from_hidden=True,
+)
+
+_MOE = dict(
     linear_patterns=ATTENTION + DENSE_MLP + EXPERTS + SHARED,
     copy_modules=COPY_MODULES + ROUTERS, copy_params=COPY_PARAMS,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",),
                        "shared": ("shared_expert_intermediate_size",)},
-    per_head_norms=True,
 )
+
+QWEN_MOE = QwenAdapter(name="qwen_moe", model_types=("qwen3_moe",), per_head_norms=True, **_MOE)
+
+QWEN2_MOE = QwenAdapter(name="qwen2_moe", model_types=("qwen2_moe",), vllm_head_dim_from_hidden=True, **_MOE)
