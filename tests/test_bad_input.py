@@ -130,8 +130,9 @@ def test_impossible_tp_says_why(tmp_path):
 
     cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 96,
            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24, "intermediate_size": 128,
-           "num_hidden_layers": 1, "vocab_size": 64}
+           "num_hidden_layers": 1, "vocab_size": 64, "attention_bias": True}
     tensors = [("model.embed_tokens.weight", "BF16", (64, 96)),
+               *[(f"model.layers.0.self_attn.{p}_proj.bias", "BF16", (n,)) for p, n in zip("qkvo", (96, 48, 48, 96))],
                ("model.layers.0.self_attn.q_proj.weight", "BF16", (96, 96)),
                ("model.layers.0.self_attn.k_proj.weight", "BF16", (48, 96)),
                ("model.layers.0.self_attn.v_proj.weight", "BF16", (48, 96)),
@@ -143,10 +144,11 @@ def test_impossible_tp_says_why(tmp_path):
     src = write_checkpoint(tmp_path / "llama", cfg, tensors, n_shards=1)
     dst = tmp_path / "out"
     # 96 = 2^5·3: no whole-group head count that is a multiple of 7 divides the hidden size, which
-    # transformers' LlamaConfig insists on.
+    # transformers' LlamaConfig insists on; and the MistralForCausalLM label that would accept it has no
+    # attention biases (plan/relabel.py), so nothing can hold the padded heads.
     result = cli_subprocess("mirror", src, "--tp", "7", "--to", dst)
     _assert_clean_failure(result, "no valid head padding", dst)
-    assert "hidden_size" in result.stderr
+    assert "hidden_size" in result.stderr and "cannot express attention_bias" in result.stderr
 
 
 def test_destination_not_made_by_hubpad_is_refused(good, tmp_path):

@@ -26,6 +26,7 @@ def plan_text(plan: Plan, parts: list[dict] | None = None) -> str:
     lines += _table([["dim", "config key", "before", "after"]] +
                     [[d.name, ", ".join(d.config_keys), str(d.before), str(d.after)
                       + ("" if d.before == d.after else "  *")] for d in plan.dims])
+    lines += _relabel_lines(plan.relabelled)
     groups = plan.padded_groups()
     lines.append("")
     lines.append(f"Tensors whose shape changes ({sum(g['count'] for g in groups)} of {len(plan.tensors)}; "
@@ -63,3 +64,10 @@ def plan_text(plan: Plan, parts: list[dict] | None = None) -> str:
     return "\n".join(lines)
 
 
+def _relabel_lines(r: dict | None) -> list[str]:
+    """The architecture label change (plan/relabel.py), said plainly."""
+    if not r:
+        return []
+    return ["", f"Architecture label: {', '.join(r['from']['architectures'])} → {', '.join(r['to']['architectures'])} "
+                f"(model_type {r['from']['model_type']} → {r['to']['model_type']}).",
+            f"  Why: {r['why']}.", f"  {r['vllm']}."]

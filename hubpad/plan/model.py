@@ -111,6 +111,7 @@ class Plan:
     vocab: dict
     upstream_tp_values: list[int]
     index_metadata: dict = field(default_factory=dict)
+    relabelled: dict | None = None  # plan/relabel.py: the derivative's new architecture label, and why
 
     @property
     def needs_padding(self) -> bool:
@@ -157,7 +158,7 @@ class Plan:
             "tp": self.tp,
             "needs_padding": self.needs_padding,
             "architecture": {"adapter": self.adapter.name, "model_type": self.config.get("model_type"),
-                             "architectures": self.config.get("architectures", [])},
+                             "architectures": self.config.get("architectures", []), "relabelled": self.relabelled},
             "quantization": {"method": self.quant.method, "formats": self.formats,
                              "weight_only_nvfp4": self.quant.weight_only_nvfp4},
             "dims": [{"name": d.name, "config_key": d.config_keys[0] if d.config_keys else None,

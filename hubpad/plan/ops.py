@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.safetensors import TensorInfo
 from hubpad.plan.adapters.base import Role
+from hubpad.plan.gptq_awq import PACKED_RULES, g_idx_tail
 from hubpad.plan.model import PadOp
 from hubpad.plan.quant import SCALAR_SUFFIXES, ZERO_NIBBLES_INT4, LinearLayout, one_bytes
 
@@ -66,6 +67,15 @@ class Param:
 
     def copy(self) -> Recipe:
         return PadOp("copy"), self.t.shape
+
+    def append(self, data: bytes, new_shape: tuple[int, ...]) -> Recipe:
+        """Upstream bytes, then `data` (a 1-D tensor growing at its end)."""
+        return PadOp("append", data=data), new_shape
+
+    @property
+    def one(self) -> bytes:
+        """1.0 in this (scale) tensor's dtype."""
+        return one_bytes(self.t.dtype)
 
     @property
     def zero(self) -> bytes:
@@ -173,11 +183,7 @@ def _int4_g_idx(p: Param) -> Recipe | None:
     p.expect((p.in1,))
     if p.in2 == p.in1:
         return p.copy()
-    fmt = {"I32": "<i", "I64": "<q"}.get(t.dtype)
-    if fmt is None:
-        raise ConfigError(f"tensor {t.name}: g_idx dtype {t.dtype} is not supported")
-    tail = b"".join(struct.pack(fmt, c // lay.group) for c in range(p.in1, p.in2))
-    return PadOp("append", data=tail), (p.in2,)
+    return p.append(g_idx_tail(t, lay.group, p.in1, p.in2), (p.in2,))
 
 
 # Parameter suffix -> its rule. A rule answers None when the suffix does not belong to the layer's format.
@@ -189,4 +195,5 @@ RULES: dict[str, Callable[[Param], Recipe | None]] = {
     "weight_shape": _int4_weight_shape,
     "weight_zero_point": _int4_zero_point,
     "weight_g_idx": _int4_g_idx,
+    **PACKED_RULES,  # GPTQ / AWQ: qweight, qzeros, scales, g_idx
 }

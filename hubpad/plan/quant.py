@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from hubpad.errors import HubpadError
 from hubpad.formats.safetensors import TensorInfo
+from hubpad.plan.gptq_awq import LAYOUTS as PACKED_LAYOUTS
+from hubpad.plan.gptq_awq import PACKED_SUFFIXES, PackedConfig, detect_packed, packed_zero_fill, read_packed_config
 
 FLOAT_DTYPES = {"BF16", "F16", "F32", "F64"}
 
@@ -37,7 +39,7 @@ ZERO_NIBBLES_INT4 = b"\x88\x88\x88\x88"  # int4 stored with offset 8: eight zero
 LINEAR_SUFFIXES = (
     "weight", "bias", "weight_scale", "weight_scale_inv", "weight_packed", "weight_global_scale",
     "input_global_scale", "input_scale", "weight_scale_2", "weight_shape", "weight_zero_point",
-    "weight_g_idx", "output_scale", "k_scale", "v_scale",
+    "weight_g_idx", "output_scale", "k_scale", "v_scale", *PACKED_SUFFIXES,
 )
 SCALAR_SUFFIXES = {"weight_global_scale", "input_global_scale", "input_scale", "weight_scale_2", "output_scale",
                    "k_scale", "v_scale"}
@@ -58,6 +60,7 @@ class QuantConfig:
     fp8_blocks: tuple[tuple[int, int], ...] = ()
     int4_groups: tuple[int, ...] = ()
     weight_only_nvfp4: bool = False
+    packed: PackedConfig | None = None  # GPTQ / AWQ (plan/gptq_awq.py)
 
     @staticmethod
     def read(config: dict, hf_quant_config: dict | None) -> "QuantConfig":
@@ -82,6 +85,8 @@ class QuantConfig:
             return QuantConfig("compressed-tensors", tuple(sorted(blocks)), tuple(sorted(groups)), weight_only_fp4)
         if method == "modelopt":
             return QuantConfig("modelopt", weight_only_nvfp4=qc.get("quant_algo") == "W4A16_NVFP4")
+        if method in ("gptq", "awq"):
+            return QuantConfig(method, packed=read_packed_config(qc))
         if method == "fp8":
             block = qc.get("weight_block_size")
             return QuantConfig("fp8", (tuple(int(x) for x in block),) if block else ())
@@ -108,7 +113,7 @@ class LinearLayout:
     def n_align(self) -> int:
         if self.name == "fp8-block":
             return self.block[0]
-        if self.name in ("nvfp4", "nvfp4-modelopt", "int4"):
+        if self.name in ("nvfp4", "nvfp4-modelopt", "int4", *PACKED_LAYOUTS):
             return 64
         if self.name in ("fp8-tensor", "fp8-channel"):
             return 16
@@ -120,7 +125,7 @@ class LinearLayout:
             return self.block[1]
         if self.name in ("nvfp4", "nvfp4-modelopt"):
             return 128  # NVFP4 group 16, and Marlin (the non-Blackwell path) needs K % 128
-        if self.name == "int4":
+        if self.name in ("int4", *PACKED_LAYOUTS):  # the Marlin K tile, the pack factor 8 and whole groups
             return math.lcm(128, 8, self.group or 1)
         if self.name in ("fp8-tensor", "fp8-channel"):
             return 16
@@ -134,14 +139,15 @@ class LinearLayout:
         """
         if self.name == "fp8-block":
             return math.lcm(64, *self.block)
-        if self.name == "int4":
+        if self.name in ("int4", *PACKED_LAYOUTS):
             return math.lcm(64, 8, self.group or 1)
         return 64
 
     @property
     def format_tag(self) -> str:
         return {"dense": "bf16", "fp8-tensor": "fp8", "fp8-channel": "fp8", "fp8-block": "fp8",
-                "nvfp4": "nvfp4", "nvfp4-modelopt": "nvfp4", "int4": "int4"}[self.name]
+                "nvfp4": "nvfp4", "nvfp4-modelopt": "nvfp4", "int4": "int4", "gptq": "gptq", "gptq_v2": "gptq",
+                "awq": "awq"}[self.name]
 
 
 def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig) -> LinearLayout:
@@ -151,6 +157,9 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
     if unknown:
         raise HubpadError(f"tensor {module}.{sorted(unknown)[0]}: unknown parameter of a linear layer")
 
+    if qcfg.packed is not None and "qweight" in has:
+        out_f, in_f, group = detect_packed(module, params, qcfg.packed)
+        return LinearLayout(qcfg.packed.layout, out_f, in_f, group=group)
     if "weight_packed" in has and params["weight_packed"].dtype == "I32":
         return _int4_layout(module, params)
     if "weight_packed" in has:  # compressed-tensors NVFP4
@@ -179,6 +188,18 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
             raise HubpadError(f"tensor {module}.{sorted(extra)[0]}: quantization parameter on an unquantized weight")
         return LinearLayout("dense", w.shape[-2], w.shape[-1], w.shape[:-2])
     raise HubpadError(f"tensor {module}.weight: dtype {w.dtype} is not a known weight format")
+
+
+def pad_cell_zero(suffix: str, dtype: str, qcfg: QuantConfig) -> bytes | None:
+    """What every padded cell of a tensor must hold to dequantize to 0: one zero element's bytes, or None for a
+    scale tensor (whose new cells must be finite and positive instead)."""
+    if suffix.startswith("weight_scale") or (qcfg.packed is not None and suffix == "scales"):
+        return None
+    if qcfg.packed is not None and suffix in PACKED_SUFFIXES:
+        return packed_zero_fill(qcfg.packed.layout, suffix)
+    if dtype == "I32" and suffix in ("weight_packed", "weight_zero_point"):
+        return ZERO_NIBBLES_INT4
+    return b"\x00"
 
 
 def _int4_layout(module: str, params: dict[str, TensorInfo]) -> LinearLayout:

@@ -1,8 +1,8 @@
 """`hubpad verify SRC DST`: prove DST is SRC padded losslessly, reading both front to back.
 
 The byte checks do not trust the padder: original bytes must sit in place in DST, padded weight/code
-regions must be exactly zero (int4: the offset-zero nibble 0x8), padded scale cells must decode to finite
-positive numbers, and every shard must hash to what `hubpad.json` records.
+regions must hold the format's zero (codes of int4, GPTQ, AWQ: nibble 0x8; GPTQ v1 zero points: 0x7),
+padded scale cells must decode to finite positive numbers, and every shard must hash to what `hubpad.json` records.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from hubpad.errors import HubpadError, IntegrityError
 from hubpad.formats.names import INDEX, MANIFEST
 from hubpad.plan.model import TensorPlan
 from hubpad.plan.planner import make_plan
+from hubpad.plan.quant import QuantConfig, pad_cell_zero
 from hubpad.source.base import Source, VerifiedReader
 from hubpad.source.readers import read_header, read_json
 
@@ -46,21 +47,20 @@ def decode(dtype: str, raw: bytes) -> float:
     raise HubpadError(f"cannot decode scale dtype {dtype}")
 
 
-def check_pad_region(t: TensorPlan, region: bytes) -> None:
-    """A padded region must dequantize to exactly zero: zero codes, finite positive scales."""
+def check_pad_region(t: TensorPlan, region: bytes, qcfg: QuantConfig) -> None:
+    """A padded region must dequantize to exactly zero: the format's zero codes, finite positive scales."""
     if not region:
         return
-    suffix = t.name.rpartition(".")[2]
-    if suffix.startswith("weight_scale"):
+    zero = pad_cell_zero(t.name.rpartition(".")[2], t.dtype, qcfg)
+    if zero is None:
         s = t.src.itemsize
         for value in {region[i:i + s] for i in range(0, len(region), s)}:
             x = decode(t.dtype, value)
             if not (math.isfinite(x) and x > 0):
                 raise IntegrityError(f"tensor {t.name}: padded scale cell {value.hex()} is {x}, not finite and positive")
         return
-    zero = 0x88 if t.dtype == "I32" and suffix in ("weight_packed", "weight_zero_point") else 0x00
-    if region.count(zero) != len(region):
-        raise IntegrityError(f"tensor {t.name}: padded region is not all {'0x88 (int4 zero)' if zero else 'zero'}")
+    if len(region) % len(zero) or region != zero * (len(region) // len(zero)):
+        raise IntegrityError(f"tensor {t.name}: padded region is not all {zero.hex()} (the format's zero)")
 
 
 def verify_derivative(src: Source, dst: Source) -> dict:
@@ -110,7 +110,7 @@ def verify_derivative(src: Source, dst: Source) -> dict:
         d = dst_tensors[t.name]
         sc = src_cur.setdefault(t.src.file, VerifiedReader(src, src_files[t.src.file], rewind=True))
         dc = dst_cur.setdefault(d.file, VerifiedReader(dst, dst_files[d.file], rewind=True))
-        checked += _compare(t, sc, dc, d.start)
+        checked += _compare(t, sc, dc, d.start, plan.quant)
     report_shards = {}
     recorded = {s["name"]: s["sha256"] for s in manifest.get("shards", [])}
     for name in shard_names:
@@ -130,7 +130,7 @@ def _chunks(total: int, step: int) -> Iterator[tuple[int, int]]:
         pos += step
 
 
-def _compare(t: TensorPlan, sc: VerifiedReader, dc: VerifiedReader, dst_start: int) -> int:
+def _compare(t: TensorPlan, sc: VerifiedReader, dc: VerifiedReader, dst_start: int, qcfg: QuantConfig) -> int:
     op, src = t.op, t.src
 
     def same(a: bytes, b: bytes, what: str) -> None:
@@ -165,9 +165,9 @@ def _compare(t: TensorPlan, sc: VerifiedReader, dc: VerifiedReader, dst_start: i
                 for i in range(k):
                     if got[i * nrb:i * nrb + rb] != want[i * rb:(i + 1) * rb]:
                         raise IntegrityError(f"tensor {t.name}: row {r0 + i} of block {b} differs from upstream")
-                    check_pad_region(t, got[i * nrb + rb:(i + 1) * nrb])
+                    check_pad_region(t, got[i * nrb + rb:(i + 1) * nrb], qcfg)
         extra = (op.new_rows - op.rows) * op.new_row_bytes
         for off, n in _chunks(extra, step):
-            check_pad_region(t, dc.read(d0 + op.rows * op.new_row_bytes + off, n))
+            check_pad_region(t, dc.read(d0 + op.rows * op.new_row_bytes + off, n), qcfg)
     return src.nbytes
 
