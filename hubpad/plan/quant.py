@@ -90,6 +90,8 @@ class QuantConfig:
         if method == "fp8":
             block = qc.get("weight_block_size")
             return QuantConfig("fp8", (tuple(int(x) for x in block),) if block else ())
+        if method == "mxfp4":  # gpt-oss: MXFP4 experts only, never padded (plan/adapters/gpt_oss.py)
+            return QuantConfig("mxfp4")
         raise HubpadError(f"config.json: quantization method {method!r} is not supported")
 
 

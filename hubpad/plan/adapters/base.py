@@ -86,9 +86,12 @@ class Adapter:
     # vLLM's model class computes head_dim = hidden_size // heads and ignores config.head_dim (Qwen2, Qwen2-MoE):
     # padded heads would change head_dim there, so they are refused.
     vllm_head_dim_from_hidden: bool = False
+    # 1-D parameters holding one value per attention head (gpt-oss attention sinks): padded with zeros.
+    head_vectors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
+        self._head_vectors = [re.compile(p) for p in self.head_vectors]
         self._copy_modules = [re.compile(p) for p in self.copy_modules]
         self._copy_params = [re.compile(p) for p in self.copy_params]
         # Planning asks these for every tensor (~185k in Hy3): one regex search instead of up to a dozen. The
@@ -122,6 +125,12 @@ class Adapter:
         if self._any_copy_param is not None:
             return self._any_copy_param.search(name) is not None
         return any(p.search(name) for p in self._copy_params)
+
+    def is_head_vector(self, name: str) -> bool:
+        return any(p.search(name) for p in self._head_vectors)
+
+    def check_tp(self, config: dict, tp: int) -> None:
+        """Refuse a TP size this family cannot serve at even after padding (nothing by default)."""
 
     def is_per_head_norm(self, module: str) -> bool:
         return self.per_head_norms and bool(re.search(L + r"self_attn\.[qk]_norm$", module))

@@ -1,0 +1,152 @@
+"""gpt-oss (`gpt_oss`) with its native MXFP4 experts: pad a tiny real transformers model at TP=3 and TP=6 and
+compare float64 logits; plan the real 120b/20b configs from headers; refuse a TP its experts cannot serve at.
+
+The tiny checkpoint is written the way OpenAI ships gpt-oss: attention, router, embeddings in BF16/F32, routed
+experts as MXFP4 `_blocks` (two E2M1 codes per byte) with e8m0 `_scales` and BF16 `_bias`, dequantized with
+transformers' own MXFP4 dequantizer (in float64), both before and after padding. Only attention is padded
+(whole GQA groups, q/k/v biases, zero sinks for the new heads); the MXFP4 expert bytes are copied unchanged,
+because vLLM needs no expert padding at TP=3/6 (intermediate 2880 = 3 × 960 = 6 × 480, whole 32-blocks per rank).
+(transformers' MXFP4 loader needs accelerate, so the test dequantizes with its `convert_moe_packed_tensors`.)
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from safetensors.torch import load_file, save_file  # noqa: E402
+from transformers.integrations.mxfp4 import convert_moe_packed_tensors  # noqa: E402
+
+from hubpad.errors import HubpadError  # noqa: E402
+from hubpad.plan.planner import make_plan  # noqa: E402
+from hubpad.publish.local import LocalPublisher  # noqa: E402
+from hubpad.run.mirror import run_mirror  # noqa: E402
+from hubpad.run.verify import verify_derivative  # noqa: E402
+from hubpad.source.local import LocalSource  # noqa: E402
+from hubpad.testing import write_checkpoint  # noqa: E402
+from tests.helpers import cli  # noqa: E402
+
+E, H, I, VOCAB = 4, 64, 192, 160  # I = 192: whole 32-wide MXFP4 blocks on each of 3 or 6 ranks
+
+
+def _mxfp4_checkpoint(path):
+    """A tiny gpt-oss saved by transformers, its experts replaced by random MXFP4 codes and scales."""
+    torch.manual_seed(0)
+    cfg = transformers.CONFIG_MAPPING["gpt_oss"](
+        num_hidden_layers=2, vocab_size=VOCAB, hidden_size=H, intermediate_size=I, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, num_local_experts=E, num_experts_per_tok=2, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=64)
+    model = transformers.AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.normal_(1.0 if "norm" in name else 0.0, 0.3)
+    model.save_pretrained(path)
+    tensors = load_file(path / "model.safetensors")
+    gen = torch.Generator().manual_seed(3)
+    for layer in range(2):
+        p = f"model.layers.{layer}.mlp.experts."
+        for proj, out_f, in_f in (("gate_up_proj", 2 * I, H), ("down_proj", H, I)):
+            del tensors[p + proj]
+            tensors[p + proj + "_blocks"] = torch.randint(0, 256, (E, out_f, in_f // 32, 16), generator=gen,
+                                                          dtype=torch.uint8)
+            tensors[p + proj + "_scales"] = torch.randint(122, 128, (E, out_f, in_f // 32), generator=gen,
+                                                          dtype=torch.uint8)
+    save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
+    data = json.loads((path / "config.json").read_text())
+    data["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (path / "config.json").write_text(json.dumps(data))
+
+
+def _logits(path, ids):
+    """Logits in float64 with the experts dequantized by transformers' own MXFP4 dequantizer."""
+    config = json.loads((path / "config.json").read_text())
+    del config["quantization_config"]
+    model = transformers.AutoModelForCausalLM.from_config(transformers.GptOssConfig(**config),
+                                                          experts_implementation="eager").double().eval()
+    state = {}
+    for f in path.glob("*.safetensors"):
+        state.update(load_file(f))
+    for name in [n for n in state if n.endswith("_blocks")]:
+        base = name[:-len("_blocks")]
+        state[base] = convert_moe_packed_tensors(state.pop(name), state.pop(base + "_scales"), dtype=torch.float64)
+    model.load_state_dict({k: v.double() for k, v in state.items()})
+    with torch.no_grad():
+        return model(ids).logits
+
+
+@pytest.mark.parametrize("tp,heads,kv", [(3, 6, 3), (6, 6, 3)])
+def test_gpt_oss_mxfp4_padded_model_gives_identical_logits(tmp_path, tp, heads, kv):
+    src, dst = tmp_path / "upstream", tmp_path / "padded"
+    _mxfp4_checkpoint(src)
+    plan = make_plan(LocalSource(src), tp, shard_size=400_000)
+    run_mirror(plan, LocalPublisher(dst))
+    assert verify_derivative(LocalSource(src), LocalSource(dst))["padded"] > 0
+    cfg = json.loads((dst / "config.json").read_text())
+    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["intermediate_size"]) == (heads, kv, I)
+    shapes = {t.name: (t.src.shape, t.shape) for t in plan.tensors if t.padded}
+    assert shapes["model.layers.1.self_attn.sinks"] == ((4,), (heads,))
+    assert shapes["model.layers.1.self_attn.k_proj.bias"] == ((32,), (kv * 16,))
+    assert not any(".experts." in n for n in shapes)  # MXFP4 expert bytes copied as they are
+    sinks = {k: v for f in dst.glob("*.safetensors") for k, v in load_file(f).items()}  # new heads' sinks: 0.0
+    assert torch.equal(sinks["model.layers.0.self_attn.sinks"][4:], torch.zeros(heads - 4, dtype=torch.bfloat16))
+    card = (dst / "README.md").read_text()
+    assert "--tool-call-parser openai" in card and "--reasoning-parser openai_gptoss" in card
+
+    ids = torch.randint(0, VOCAB, (2, 12), generator=torch.Generator().manual_seed(1))
+    a, b = _logits(src, ids), _logits(dst, ids)
+    delta = (a - b).abs().max().item()
+    print(f"gpt-oss MXFP4 tp={tp}: max |Δ| = {delta}")
+    assert torch.isfinite(a).all() and delta <= 1e-12 * a.abs().max().item()
+
+
+def test_gpt_oss_refuses_a_tp_its_experts_cannot_serve_at(tmp_path):
+    _mxfp4_checkpoint(tmp_path / "upstream")
+    with pytest.raises(HubpadError, match="intermediate_size 192 is not 4 ranks of whole 32-wide MXFP4 blocks"):
+        make_plan(LocalSource(tmp_path / "upstream"), 4)
+
+
+def _real(layers: int, experts: int) -> tuple[dict, list]:
+    cfg = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880,
+           "intermediate_size": 2880, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+           "num_hidden_layers": layers, "num_local_experts": experts, "experts_per_token": 4,
+           "num_experts_per_tok": 4, "vocab_size": 201088, "sliding_window": 128, "attention_bias": True,
+           "layer_types": ["sliding_attention", "full_attention"] * (layers // 2), "max_position_embeddings": 131072,
+           "rms_norm_eps": 1e-05, "swiglu_limit": 7.0, "tie_word_embeddings": False,
+           "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+               "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}
+    t = [("model.embed_tokens.weight", "BF16", (201088, 2880)), ("model.norm.weight", "BF16", (2880,)),
+         ("lm_head.weight", "BF16", (201088, 2880))]
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        t += [(p + "input_layernorm.weight", "BF16", (2880,)), (p + "post_attention_layernorm.weight", "BF16", (2880,)),
+              (p + "self_attn.sinks", "BF16", (64,)), (p + "mlp.router.weight", "BF16", (experts, 2880)),
+              (p + "mlp.router.bias", "BF16", (experts,))]
+        for proj, out_f, in_f in (("q_proj", 4096, 2880), ("k_proj", 512, 2880), ("v_proj", 512, 2880),
+                                  ("o_proj", 2880, 4096)):
+            t += [(p + f"self_attn.{proj}.weight", "BF16", (out_f, in_f)), (p + f"self_attn.{proj}.bias", "BF16", (out_f,))]
+        for proj, out_f, in_f in (("gate_up_proj", 5760, 2880), ("down_proj", 2880, 2880)):
+            t += [(p + f"mlp.experts.{proj}_blocks", "U8", (experts, out_f, in_f // 32, 16)),
+                  (p + f"mlp.experts.{proj}_scales", "U8", (experts, out_f, in_f // 32)),
+                  (p + f"mlp.experts.{proj}_bias", "BF16", (experts, out_f))]
+    return cfg, t
+
+
+@pytest.mark.parametrize("name,layers,experts", [("gpt-oss-120b", 36, 128), ("gpt-oss-20b", 24, 32)])
+def test_gpt_oss_plan_at_real_scale(tmp_path, name, layers, experts):
+    cfg, tensors = _real(layers, experts)
+    src = write_checkpoint(tmp_path / name, cfg, tensors, n_shards=3, header_only=True)
+    for tp, heads, kv in ((3, 72, 9), (6, 96, 12)):
+        result = cli("plan", src, "--tp", str(tp), "--json")
+        assert result.exit_code == 0, result.output
+        plan = json.loads(result.output)
+        after = {d["config_key"]: d["after"] for d in plan["dims"]}
+        assert after == {"num_attention_heads": heads, "num_key_value_heads": kv, "head_dim": 64}
+        shapes = {c["name"]: (c["before"], c["after"]) for c in plan["changed_tensors"]}
+        assert shapes["model.layers.3.self_attn.sinks"] == ([64], [heads])
+        assert shapes["model.layers.3.self_attn.q_proj.weight"] == ([4096, 2880], [heads * 64, 2880])
+        assert not any(".experts." in n for n in shapes) and all(r["ok"] for r in plan["rank_table"] if r["required"])
