@@ -97,7 +97,7 @@ def _why(s: Survey, tp: int) -> list[str]:
         if choose_intermediate(size, tp, *aligns) != size:
             per_rank = f"{size // tp}" if size % tp == 0 else f"{size}/{tp}"
             why.append(f"{group} intermediate {size}: {per_rank} per rank is not a multiple of "
-                       f"{math.lcm(*aligns)} (the planner's tile for it)")
+                       f"{math.lcm(*aligns)} (what its storage format needs per rank)")
     return why
 
 

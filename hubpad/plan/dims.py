@@ -84,9 +84,11 @@ def choose_heads(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden
     raise ConfigError(f"no valid head padding exists for tp={tp} ({reasons})")
 
 
-# MLP widths per rank are kept to whole 128-wide GEMM tiles whatever the format: it is what FP8-block, NVFP4
-# via Marlin and int4 need anyway, keeps a padded BF16 checkpoint re-quantizable without another pad, and gives
-# Hy3's 13312 → 13440 (4480 = 35·128 per rank at TP=3). Attention dims need no such rule: they move in whole heads.
+# An MLP width that must grow grows to whole 128-wide GEMM tiles per rank whatever the format: it is what
+# FP8-block, NVFP4 via Marlin and int4 need anyway, keeps a padded BF16 checkpoint re-quantizable without another
+# pad, and gives Hy3's 13312 → 13440 (4480 = 35·128 per rank at TP=3). A width whose per-rank slice already meets
+# its format's rules is left alone (Qwen2.5-72B's BF16 29568 serves at TP=2/4/8 as it is). Attention dims need no
+# such rule: they move in whole heads.
 # Routed experts only need what fused-MoE kernels need (Marlin MoE: intermediate per rank % 64), which keeps
 # stock TP values working (Hy3's 1536 experts at TP=8 = 192 per rank).
 MLP_TILE = 128
@@ -95,13 +97,19 @@ MLP_TILE = 128
 EXPERT_TILE = 64
 
 
-def choose_intermediate(size: int, tp: int, n_align: int, k_align: int) -> int:
-    """Smallest size >= `size` whose per-rank slice is a multiple of both alignments (tiles included)."""
+def choose_intermediate(size: int, tp: int, n_align: int, k_align: int, tile: int = 1) -> int:
+    """`size` when its per-rank slice meets both alignments; else the smallest larger size whose per-rank slice
+    is a multiple of the alignments and of `tile` (the width padding grows in)."""
     step = math.lcm(n_align, k_align)
     if size % tp == 0 and (size // tp) % step == 0:
         return size
-    quantum = tp * step
+    quantum = tp * math.lcm(step, tile)
     return -(-size // quantum) * quantum
+
+
+def growth_tile(group: str) -> int:
+    """What a padded intermediate group grows in per rank: routed experts' alignment already holds their tile."""
+    return 1 if group == "expert" else MLP_TILE
 
 
 def heads_shard_as_is(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden: int, adapter: Adapter) -> bool:
