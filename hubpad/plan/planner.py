@@ -28,7 +28,6 @@ from hubpad.plan.dims import (
     MLP_TILE,
     growth_tile,
     Aligns,
-    choose_heads,
     choose_intermediate,
     heads_shard_as_is,
     make_rank_table,
@@ -38,6 +37,7 @@ from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import COPY_OP, Dim, PadOp, Plan, TensorPlan
 from hubpad.plan.ops import tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
+from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
 from hubpad.plan.shards import cut_shards
 from hubpad.source.base import FileEntry, Source
 from hubpad.source.readers import read_header, read_json, weight_files
@@ -136,7 +136,8 @@ def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
 def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     """Choose the dims for `tp` and every tensor's byte recipe (the TP advisor calls this once per TP)."""
     inputs, shape, modules, aligns, group_align = s.inputs, s.shape, s.modules, s.aligns, s.group_align
-    h2, kv2 = choose_heads(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden, inputs.adapter)
+    h2, kv2, relabelled = choose_heads_and_label(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden,
+                                                 inputs.adapter, inputs.config)
     new_inter = {g: choose_intermediate(size, tp, *group_align.get(g, (1, 1)), tile=growth_tile(g))
                  for g, (_, size) in shape.inter.items()}
     dims = _dims(shape, h2, kv2, new_inter)
@@ -147,7 +148,8 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     copied, skipped = _other_files(inputs.files, inputs.names)
     vocab = vocab_info(int(inputs.config.get("vocab_size", 0)), tp)
     return Plan(
-        source=s.source, tp=tp, config=inputs.config, new_config=_new_config(inputs.config, dims),
+        source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
+        new_config={**_new_config(inputs.config, dims), **relabelled_config_keys(relabelled)},
         adapter=inputs.adapter, quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}),
         dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
