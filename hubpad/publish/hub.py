@@ -22,13 +22,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from hubpad import FORMAT_VERSION
-from hubpad.errors import ConfigError, HubpadError
+from hubpad.errors import ConfigError, ConflictError, HubpadError
 from hubpad.formats.manifest import dumps, same_build
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
 from hubpad.publish.base import Publisher, Summary
 from hubpad.source.base import FileEntry, Source, VerifiedReader
 from hubpad.source.hub_api import (
+    CONFLICT_STATUS,
     api_for,
     copy_without_xet_hash,
     duplication_failure,
@@ -412,10 +413,10 @@ class HubPublisher(Publisher):
                 break
             except e.HfHubHTTPError as exc:
                 status = getattr(getattr(exc, "response", None), "status_code", None)
-                if status in (409, 412):
-                    raise HubpadError(f"target {self.repo_id} changed while this run was publishing (another "
-                                      f"publisher?): nothing was published; staged shards are kept, re-run to retry"
-                                      ) from None
+                if status in CONFLICT_STATUS:
+                    raise ConflictError(f"target {self.repo_id} changed while this run was publishing (another "
+                                        f"publisher?): nothing was published; staged shards are kept, re-run to retry",
+                                        status) from None
                 with hub_errors(f"target {self.repo_id}: publish"):
                     raise
             except (e.FileDuplicationError, ValueError) as exc:
