@@ -35,7 +35,7 @@ from hubpad.plan.dims import (
 )
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import COPY_OP, Dim, PadOp, Plan, TensorPlan
-from hubpad.plan.ops import tensor_op
+from hubpad.plan.ops import _pad2d, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
 from hubpad.plan.shards import cut_shards
@@ -93,6 +93,7 @@ class _Modules:
     plain: dict[str, TensorInfo] = field(default_factory=dict)  # tensors that are not `<module>.<suffix>`
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)
+    head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
 
     def distinct(self) -> list[tuple[str, Role, LinearLayout]]:
         """Each distinct (role, layout) pair of the padded modules, at its first module (in order)."""
@@ -121,6 +122,7 @@ def survey(source: Source) -> Survey:
     infos = _tensor_infos(inputs)
     shape = _shape(inputs.config, inputs.adapter)
     modules = _classify(infos, inputs.adapter, inputs.quant, shape.head_dim)
+    _check_head_vectors(modules, shape.heads)
     distinct = modules.distinct()
     aligns, group_align = _alignments(distinct)
     _check_config_against_headers(distinct, shape, inputs.adapter)
@@ -136,6 +138,7 @@ def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
 def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     """Choose the dims for `tp` and every tensor's byte recipe (the TP advisor calls this once per TP)."""
     inputs, shape, modules, aligns, group_align = s.inputs, s.shape, s.modules, s.aligns, s.group_align
+    inputs.adapter.check_tp(inputs.config, tp)
     h2, kv2, relabelled = choose_heads_and_label(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden,
                                                  inputs.adapter, inputs.config)
     new_inter = {g: choose_intermediate(size, tp, *group_align.get(g, (1, 1)), tile=growth_tile(g))
@@ -240,6 +243,9 @@ def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig
             group[suffix] = t
         elif adapter.is_copy_param(name):
             m.plain[name] = t
+        elif adapter.is_head_vector(name):
+            m.plain[name] = t
+            m.head_vectors.add(name)
         else:
             raise ConfigError(f"tensor {name}: not a tensor hubpad knows for {adapter.name}; refusing to guess")
     layout_of: dict[tuple, LinearLayout] = {}
@@ -253,6 +259,14 @@ def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig
                 layout_of[sig] = detect_layout(module, params, quant)
             m.layouts[module] = layout_of[sig]
     return m
+
+
+def _check_head_vectors(m: _Modules, heads: int) -> None:
+    """A per-head vector (attention sinks) must hold exactly one value per attention head."""
+    for name in m.head_vectors:
+        if m.plain[name].shape != (heads,):
+            raise ConfigError(f"tensor {name}: shape {list(m.plain[name].shape)}, expected [{heads}] (one value per "
+                              f"attention head)")
 
 
 def _role(module: str, params: dict[str, TensorInfo], adapter: Adapter, head_dim: int) -> Role:
@@ -353,7 +367,8 @@ def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict
                 recipe = recipes[key] = _recipe(t, suffix, lay, out2, in2, role)
             op, shape, nbytes = recipe
             plans.append(TensorPlan(t.name, t.dtype, shape, t, op, t.end - t.start if nbytes is None else nbytes))
-    plans.extend(TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in m.plain.values())
+    plans.extend(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)) if t.name in m.head_vectors
+                 else TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in m.plain.values())
     return plans
 
 
