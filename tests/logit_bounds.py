@@ -33,7 +33,7 @@ Measured (2 x86_64 vCPUs; Python 3.11, torch 2.13.0+cpu, transformers 5.24.0, co
       modelopt_nvfp4_dequantized_weights_and_logits       3.88        3.69e-6            2.86e-6        0.78
     test_models_transformers.py:
       llama                                               0.42        1.06e-7            0              0
-      qwen2-biases                                        0.22        9.3e-8             0              0
+      qwen2-biases (TP=2, MLP 60 → 256)                   0.23        7.3e-8             0              0
       qwen3-qknorm-tp6-kv-replicated                      0.31        8.0e-8             0              0
       hy_v3-moe                                           0.09        2.6e-8             0              0
       qwen3_moe                                           0.33        1.1e-7             1.5e-8         0.14
