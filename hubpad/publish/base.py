@@ -89,3 +89,17 @@ class Publisher(ABC):
 
     def existing_readme(self) -> str | None:
         return None
+
+    # A published derivative's small files, read and replaced in place (`hubpad card`: no plan, no shard).
+
+    def read_published(self, path: str) -> bytes | None:
+        """A file of the published derivative, or None when it has none."""
+        raise NotImplementedError
+
+    def pinned_revision(self, manifest: dict) -> str | None:
+        """What the recipe of the already-published derivative pins (None: nothing to pin)."""
+        return None
+
+    def update_files(self, files: dict[str, str], message: str) -> dict:
+        """Replace these small files of the published derivative in one step; returns {commit, url}."""
+        raise NotImplementedError

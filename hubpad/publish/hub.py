@@ -372,6 +372,37 @@ class HubPublisher(Publisher):
     def target_info(self) -> dict:
         return {"repo": self.repo_id, "kind": "hub", "branch": self.branch}
 
+    def _published_head(self) -> str:
+        """The branch head this publisher works against (read once)."""
+        if self.base_commit is None:
+            with hub_errors(f"target {self.repo_id}"):
+                self.base_commit = self.api.model_info(self.repo_id, revision=self.branch).sha
+        return self.base_commit
+
+    def read_published(self, path: str) -> bytes | None:
+        return read_repo_file(self.api, self.repo_id, path, self._published_head())
+
+    def pinned_revision(self, manifest: dict) -> str | None:
+        """The release tag of the published commit when it exists, else the head commit."""
+        tag = release_tag(manifest.get("upstream", {}).get("commit"), manifest.get("tp", 0))
+        with hub_errors(f"target {self.repo_id}: refs"):
+            tags = {t.name for t in self.api.list_repo_refs(self.repo_id).tags}
+        return tag if tag in tags else self._published_head()
+
+    def update_files(self, files: dict[str, str], message: str) -> dict:
+        """One commit guarded by parent_commit: a concurrent change makes it fail with nothing committed."""
+        from huggingface_hub import CommitOperationAdd
+
+        ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=t.encode()) for p, t in sorted(files.items())]
+        try:
+            # An upload failure (vllm_patch/*.pth go through Xet/LFS) is one line too; nothing is committed.
+            with hub_errors(f"target {self.repo_id}: commit"):
+                info = self.api.create_commit(self.repo_id, ops, revision=self.branch,
+                                              parent_commit=self._published_head(), commit_message=message)
+        except ConflictError:
+            raise ConflictError(f"{self.repo_id} changed during the update; nothing committed, re-run") from None
+        return {"commit": info.oid, "url": info.commit_url}
+
     def published_revision(self) -> str:
         return release_tag(self.plan.source.commit, self.plan.tp)
 

@@ -89,6 +89,20 @@ class LocalPublisher(Publisher):
             shutil.rmtree(old, ignore_errors=True)
         self.summary.url = str(self.dst)
 
+    def read_published(self, path: str) -> bytes | None:
+        p = self.dst / path
+        return p.read_bytes() if p.is_file() else None
+
+    def update_files(self, files: dict[str, str], message: str) -> dict:
+        """Each file replaced by a rename (readers see the old text or the new one, never half of either)."""
+        for path, text in files.items():
+            p = self.dst / path
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_name(f".{p.name}.hubpad-tmp")
+            tmp.write_text(text)
+            os.replace(tmp, p)
+        return {"commit": None, "url": str(self.dst)}
+
     def abort(self) -> None:
         if self.tmp is not None and self.tmp.exists():
             shutil.rmtree(self.tmp, ignore_errors=True)
