@@ -409,39 +409,35 @@ class HubPublisher(Publisher):
     # ------------------------------------------------------------------------------------------ publish
 
     def publish(self, manifest: dict) -> None:
-        from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete
-        from huggingface_hub import errors as e
-
+        """One commit on the branch: staged shards copied in, upstream files copied server-side (streamed where the
+        Hub cannot copy them), small files added, hubpad's own stale files deleted; then tag it, drop staging."""
         self._wait_upload()
         if self.upstream_copies:
             self._check_copyable()
-        names = [s["name"] for s in manifest["shards"]]
-        keep = set(names) | set(self.files) | {op.path_in_repo for op in self.copies} | set(self.upstream_copies)
-        ours = set()
-        if self.existing:
-            ours |= {s["name"] for s in self.existing.get("shards", [])}
-            ours |= set(self.existing.get("files", {}).get("copied", []))
-            ours |= set(self.existing.get("files", {}).get("generated", []))
+        info = self._commit_publish(manifest)
+        self.summary.commit = info.oid
+        self.summary.url = info.commit_url
+        tag = self.published_revision()
+        with hub_errors(f"target {self.repo_id}: tag {tag}"):
+            self.api.create_tag(self.repo_id, tag=tag, revision=info.oid, exist_ok=True)
+        with hub_errors(f"target {self.repo_id}: delete {STAGING_BRANCH}"):
+            self.api.delete_branch(self.repo_id, branch=STAGING_BRANCH)
+        log(f"published {self.repo_id}@{info.oid[:12]} (tag {tag})")
+        self._cleanup()
+
+    def _commit_publish(self, manifest: dict):
+        """The publish commit, guarded by parent_commit; a refused server-side copy is streamed, then retried once."""
+        from huggingface_hub import errors as e
+
         upstream = manifest["upstream"]
         message = f"hubpad: pad {upstream['repo']}@{(upstream.get('commit') or 'local')[:12]} for TP={manifest['tp']}"
+        description = (f"{len(self.built)} shard(s) built, {len(self.kept_from_target) + len(self.kept_from_staging)}"
+                       f" reused. Provenance in {MANIFEST}.")
         for attempt in (1, 2):
-            ops: list = []
-            for name in names:
-                if name in self.built or name in self.kept_from_staging:
-                    ops.append(CommitOperationCopy(src_path_in_repo=name, path_in_repo=name,
-                                                   src_revision=STAGING_BRANCH))
-            ops += self.copies + self._copy_ops()
-            for path, data in self.files.items():
-                ops.append(CommitOperationAdd(path_in_repo=path, path_or_fileobj=data))
-            for path in sorted((ours & self.existing_files) - keep):
-                ops.append(CommitOperationDelete(path_in_repo=path))  # only files hubpad itself published before
             try:
-                info = self.api.create_commit(
-                    self.repo_id, ops, revision=self.branch, parent_commit=self.base_commit, commit_message=message,
-                    commit_description=f"{len(self.built)} shard(s) built, "
-                                       f"{len(self.kept_from_target) + len(self.kept_from_staging)}"
-                                       f" reused. Provenance in {MANIFEST}.")
-                break
+                return self.api.create_commit(self.repo_id, self._publish_ops(manifest), revision=self.branch,
+                                              parent_commit=self.base_commit, commit_message=message,
+                                              commit_description=description)
             except e.HfHubHTTPError as exc:
                 status = getattr(getattr(exc, "response", None), "status_code", None)
                 if status in CONFLICT_STATUS:
@@ -462,15 +458,26 @@ class HubPublisher(Publisher):
             except BaseException:
                 with hub_errors(f"target {self.repo_id}: publish"):
                     raise
-        self.summary.commit = info.oid
-        self.summary.url = info.commit_url
-        tag = self.published_revision()
-        with hub_errors(f"target {self.repo_id}: tag {tag}"):
-            self.api.create_tag(self.repo_id, tag=tag, revision=info.oid, exist_ok=True)
-        with hub_errors(f"target {self.repo_id}: delete {STAGING_BRANCH}"):
-            self.api.delete_branch(self.repo_id, branch=STAGING_BRANCH)
-        log(f"published {self.repo_id}@{info.oid[:12]} (tag {tag})")
-        self._cleanup()
+        raise HubpadError(f"target {self.repo_id}: publish: internal error, no commit after retrying")  # unreachable
+
+    def _publish_ops(self, manifest: dict) -> list:
+        """What the publish commit does, in order: shard copies from staging, upstream copies, adds, deletions."""
+        from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete
+
+        names = [s["name"] for s in manifest["shards"]]
+        keep = set(names) | set(self.files) | {op.path_in_repo for op in self.copies} | set(self.upstream_copies)
+        ours = set()
+        if self.existing:
+            ours |= {s["name"] for s in self.existing.get("shards", [])}
+            ours |= set(self.existing.get("files", {}).get("copied", []))
+            ours |= set(self.existing.get("files", {}).get("generated", []))
+        ops: list = [CommitOperationCopy(src_path_in_repo=name, path_in_repo=name, src_revision=STAGING_BRANCH)
+                     for name in names if name in self.built or name in self.kept_from_staging]
+        ops += self.copies + self._copy_ops()
+        ops += [CommitOperationAdd(path_in_repo=path, path_or_fileobj=data) for path, data in self.files.items()]
+        # Deletions: only files hubpad itself published before and no longer ships.
+        ops += [CommitOperationDelete(path_in_repo=path) for path in sorted((ours & self.existing_files) - keep)]
+        return ops
 
     def abort(self) -> None:
         """Staged shards stay on the staging branch for the next run; local scratch files go."""
