@@ -16,6 +16,7 @@ import gc
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import attrgetter
 
 from hubpad.errors import ConfigError, HubpadError
@@ -118,8 +119,7 @@ class Survey:
 
 def survey(source: Source) -> Survey:
     """Read config, index and headers, classify every tensor and check the config against the headers."""
-    inputs = _read_inputs(source)
-    infos = _tensor_infos(inputs)
+    inputs, infos = _read_inputs(source)
     shape = _shape(inputs.config, inputs.adapter)
     modules = _classify(infos, inputs.adapter, inputs.quant, shape.head_dim)
     _check_head_vectors(modules, shape.heads)
@@ -162,8 +162,9 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     )
 
 
-def _read_inputs(source: Source) -> _Inputs:
-    """config.json (and hf_quant_config.json), the adapter and quantization they name, the index and headers."""
+def _read_inputs(source: Source) -> tuple[_Inputs, dict[str, TensorInfo]]:
+    """config.json (and hf_quant_config.json), the adapter and quantization they name, the index and headers;
+    and every tensor by name, checked against the index."""
     files = source.files()
     if "config.json" not in files:
         raise ConfigError(f"{source.label}: no config.json (is this a model checkpoint?)")
@@ -175,27 +176,54 @@ def _read_inputs(source: Source) -> _Inputs:
     adapter = adapter_for(config)
     quant = QuantConfig.read(config, hf_quant)
     names, index = weight_files(source)
-    headers = [read_header(source, files[n]) for n in names]
-    return _Inputs(files, config, adapter, quant, names, index, headers)
+    headers, infos = _read_headers(source, [files[n] for n in names], index.pop("weight_map", None))
+    return _Inputs(files, config, adapter, quant, names, index, headers), infos
 
 
-def _tensor_infos(inputs: _Inputs) -> dict[str, TensorInfo]:
-    """Every tensor of every shard by name, checked against the index: each once, where the index says."""
+def _read_headers(source: Source, entries: list[FileEntry],
+                  weight_map: dict | None) -> tuple[list[SafetensorsHeader], dict[str, TensorInfo]]:
+    """Every shard's header, and every tensor by name: each once, where the index's `weight_map` says.
+
+    Each header is checked against the index as soon as it is read, and its names leave `weight_map` then: Hy3's
+    185k-name index is freed while the headers come in, not held beside them. The errors are those of reading
+    everything first: a bad header, then a tensor in two shards, then the first misplaced tensor, then the first
+    (sorted) name of the index no header holds.
+    """
+    headers: list[SafetensorsHeader] = []
     infos: dict[str, TensorInfo] = {}
-    for h in inputs.headers:
+    duplicate = misplaced = False
+    for entry in entries:
+        h = read_header(source, entry)
+        headers.append(h)
+        names = list(map(_NAME, h.tensors))
+        size = len(infos)
+        infos.update(zip(names, h.tensors))
+        duplicate = duplicate or len(infos) != size + len(names)
+        if weight_map is not None and not misplaced and not duplicate:
+            indexed = list(map(weight_map.pop, names, repeat(None)))
+            misplaced = indexed.count(h.file) != len(indexed) and (h, names, indexed)
+    if duplicate:
+        _raise_duplicate(headers)
+    if misplaced:
+        h, names, indexed = misplaced
+        i = next(i for i, f in enumerate(indexed) if f != h.file)
+        raise ConfigError(f"{INDEX}: tensor {names[i]!r} is in {h.file} but the index says {indexed[i]!r}")
+    if weight_map:
+        raise ConfigError(f"{INDEX}: tensor {min(weight_map)!r} is listed but not in any shard header")
+    return headers, infos
+
+
+_NAME = attrgetter("name")
+
+
+def _raise_duplicate(headers: list[SafetensorsHeader]) -> None:
+    """Name the first tensor that appears in two shards (and where it was first)."""
+    seen: dict[str, str] = {}
+    for h in headers:
         for t in h.tensors:
-            if t.name in infos:
-                raise ConfigError(f"tensor {t.name!r} appears in both {infos[t.name].file} and {t.file}")
-            infos[t.name] = t
-    if inputs.index:
-        weight_map = inputs.index["weight_map"]
-        for name, t in infos.items():
-            if weight_map.get(name) != t.file:
-                raise ConfigError(f"{INDEX}: tensor {name!r} is in {t.file} but the index says {weight_map.get(name)!r}")
-        missing = set(weight_map) - set(infos)
-        if missing:
-            raise ConfigError(f"{INDEX}: tensor {sorted(missing)[0]!r} is listed but not in any shard header")
-    return infos
+            if t.name in seen:
+                raise ConfigError(f"tensor {t.name!r} appears in both {seen[t.name]} and {t.file}")
+            seen[t.name] = t.file
 
 
 def _shape(config: dict, adapter: Adapter) -> _Shape:
