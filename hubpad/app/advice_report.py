@@ -9,23 +9,39 @@ from hubpad.util.sizes import human
 _SHORT = {"attention heads": "heads", "kv heads": "kv"}
 
 
+def verdict_cell(row: Row) -> str:
+    """`as is`, `pad` or `cannot`; a padded row says when the vocab patch ships and when the derivative takes
+    another architecture label (plan/relabel.py: a Llama written as MistralForCausalLM)."""
+    if row.verdict == "cannot":
+        return row.verdict
+    cell = row.verdict + (" + vocab patch" if row.vocab_patch else "")
+    if row.relabelled:
+        cell += f", as {row.relabelled['to']['architectures'][0]}"
+    return cell
+
+
 def dims_cell(row: Row) -> str:
-    """The padded dims in one short cell: `heads 64→72, kv 8→9, dense 28672→28800`."""
+    """The padded dims in one short cell: `heads 64→72, kv 8→9, dense 28672→28800`. MLA's num_key_value_heads,
+    which follows the heads in config.json but caches nothing, is left out (the --json rows keep it)."""
     if row.verdict == "cannot":
         return "—"
     parts = [f"{_SHORT.get(d['name'], d['name'].removesuffix(' intermediate'))} {d['before']}→{d['after']}"
-             for d in row.dims]
+             for d in row.dims if not (row.kv_cache == "latent" and d["name"] == "kv heads")]
     return ", ".join(parts) or "none"
 
 
 def cost_cells(row: Row) -> list[str]:
-    """Extra disk, extra KV cache per token (all ranks), extra attention / MLP FLOPs per token."""
+    """Extra disk, extra KV cache per token (all ranks, with padding's share when replication adds more),
+    extra attention / MLP FLOPs per token."""
     if row.verdict == "cannot":
         return ["—"] * 4
     kv = "+0" if not row.extra_kv_bytes_per_token else f"+{human(row.extra_kv_bytes_per_token)}"
     base = row.kv_bytes_per_token - row.extra_kv_bytes_per_token
     if row.extra_kv_bytes_per_token and base:
         kv += f" (+{100 * row.extra_kv_bytes_per_token / base:.1f}%)"
+    if row.padding_kv_bytes_per_token != row.extra_kv_bytes_per_token:
+        padding = row.padding_kv_bytes_per_token
+        kv += f"; padding {'+' + human(padding) if padding else '+0'}"
     return [human(row.extra_bytes) if row.extra_bytes else "0", kv, f"+{row.attention_flops_pct:.1f}%",
             f"+{row.mlp_flops_pct:.1f}%"]
 
@@ -36,12 +52,19 @@ def advice_text(advice: Advice) -> str:
              f"which tensor-parallel sizes work, and what padding costs", ""]
     rows = [["tp", "verdict", "padded dims", "extra disk", "extra KV/token", "attn FLOPs", "MLP FLOPs", "why"]]
     for r in advice.rows:
-        rows.append([str(r.tp), r.verdict + (" + vocab patch" if r.vocab_patch and r.verdict != "cannot" else ""),
-                     dims_cell(r), *cost_cells(r), "; ".join(r.why) or "—"])
+        rows.append([str(r.tp), verdict_cell(r), dims_cell(r), *cost_cells(r), "; ".join(r.why) or "—"])
     lines += _table(rows)
-    lines += ["", f"extra KV/token: K and V of every attention layer in a {8 * KV_CACHE_BYTES}-bit cache, summed over "
-              "all ranks (kv heads replicated when TP > kv heads count on every rank), against the unsharded "
-              "upstream. FLOPs: per token, projections only (attention scores grow as the heads do); routed "
-              "experts weighted by num_experts_per_tok / num_experts.",
-              "`hubpad plan SRC --tp N` shows the full plan for one size."]
+    lines += ["", f"extra KV/token: what vLLM caches per token in a {8 * KV_CACHE_BYTES}-bit cache, summed over all "
+              "ranks, against the unsharded upstream: K and V of every attention layer's kv heads (replicated when "
+              "TP > kv heads), or MLA's latent (kv_lora_rank + qk_rope_head_dim), which every rank holds whole and "
+              "no head count changes; `padding` is the part padding adds when replication adds the rest. FLOPs: "
+              "per token, projections only (attention scores grow as the heads do); routed experts weighted by "
+              "num_experts_per_tok / num_experts."]
+    relabel = next((r.relabelled for r in advice.rows if r.relabelled), None)
+    if relabel:
+        arch = relabel["to"]["architectures"][0]
+        lines.append(f"as {arch}: the derivative's config is labelled {arch}, because transformers' "
+                     f"{relabel['from']['model_type']} config rejects padded heads that do not divide hidden_size "
+                     f"and {arch}'s computes the same function; {relabel['vllm']}.")
+    lines.append("`hubpad plan SRC --tp N` shows the full plan for one size.")
     return "\n".join(lines)

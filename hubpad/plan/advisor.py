@@ -14,8 +14,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from hubpad.errors import HubpadError
-from hubpad.plan.dims import MLP_TILE, choose_intermediate, head_problems, kv_per_rank
+from hubpad.plan.dims import head_problems, kv_per_rank
+from hubpad.plan.heads import HeadShape
+from hubpad.plan.model import Plan
 from hubpad.plan.planner import Survey, padded_features, plan_for, survey
+from hubpad.plan.quant import detect_layout
 from hubpad.source.base import Source
 
 DEFAULT_TPS = tuple(range(1, 9))
@@ -23,6 +26,9 @@ DEFAULT_TPS = tuple(range(1, 9))
 # token runs num_experts_per_tok of them, so they weigh that share in the per-token FLOPs.
 ROUTED_EXPERT = re.compile(r"\.experts\.\d+\.")
 KV_CACHE_BYTES = 2  # BF16 KV cache (vLLM's default kv_cache_dtype "auto" for BF16/FP8/NVFP4 checkpoints)
+# Attention projections that are not sharded by heads (MLA's q_a_proj and kv_a_proj_with_mqa, replicated on every
+# rank): they cost the same FLOPs before and after padding, but belong in the attention total.
+ATTENTION_MODULE = re.compile(r"\.self_attn\.")
 _NO_SHARDS = 1 << 62  # the advisor needs no output shard layout: one (never written) shard
 
 
@@ -35,9 +41,13 @@ class Row:
     why: list[str] = field(default_factory=list)
     dims: list[dict] = field(default_factory=list)  # changed dims only
     vocab_patch: bool = False
+    relabelled: dict | None = None  # the derivative's new architecture label and why (plan/relabel.py), if any
     extra_bytes: int = 0
-    kv_bytes_per_token: int = 0  # stored across all ranks (replicated kv heads count on every rank)
-    extra_kv_bytes_per_token: int = 0  # vs the unsharded upstream
+    kv_cache: str = "kv heads"  # what vLLM caches: "kv heads" (K and V per kv head) or "latent" (MLA)
+    kv_bytes_per_token: int = 0  # stored across all ranks (replicated kv heads / MLA latent count on every rank)
+    kv_bytes_per_token_per_rank: int = 0
+    extra_kv_bytes_per_token: int = 0  # vs the unsharded upstream: replication at this TP plus padding
+    padding_kv_bytes_per_token: int = 0  # the part padding adds (any layout at this TP stores at least the rest)
     attention_flops_pct: float = 0.0  # q/k/v/o projections
     attention_score_flops_pct: float = 0.0  # QK^T and AV, which grow with the attention heads
     mlp_flops_pct: float = 0.0  # dense MLP, shared and active routed experts per token
@@ -77,46 +87,90 @@ def _row(s: Survey, tp: int) -> Row:
         plan = plan_for(s, tp, _NO_SHARDS)
     except HubpadError as exc:
         return Row(tp, "cannot", why=[str(exc)])
-    row = Row(tp, "pad" if plan.needs_padding else "as is", why=_why(s, tp), vocab_patch=plan.vocab["patch_needed"])
+    row = Row(tp, "pad" if plan.needs_padding else "as is", why=_why(s, tp, plan),
+              vocab_patch=plan.vocab["patch_needed"], relabelled=plan.relabelled)
     row.dims = [{"name": d.name, "config_key": d.config_keys[0] if d.config_keys else None, "before": d.before,
                  "after": d.after} for d in plan.dims if d.before != d.after]
     row.extra_bytes = sum(t.nbytes - t.src.nbytes for t in plan.tensors if t.padded)
     after = {d.config_keys[0]: d.after for d in plan.dims if d.config_keys}
-    _costs(s, tp, row, after["num_attention_heads"], after["num_key_value_heads"], plan)
+    _kv_costs(s, tp, row, after["num_key_value_heads"])
+    _flop_costs(s, row, after["num_attention_heads"], after["num_key_value_heads"], plan)
     if row.vocab_patch:
         row.why.append(f"vocab {plan.vocab['padded_to_64']} % {tp} != 0: the derivative ships vLLM's vocab patch")
     return row
 
 
-def _why(s: Survey, tp: int) -> list[str]:
-    """Why the upstream does not serve at `tp` as it is (the planner's own rules); empty when it does."""
+def _why(s: Survey, tp: int, plan: Plan) -> list[str]:
+    """Why the upstream does not serve at `tp` as it is: the planner's head rules on the same head geometry, and
+    each intermediate group `plan` grows (named with the per-rank multiple its formats need)."""
     sh = s.shape
-    why = head_problems(sh.heads, sh.kv, sh.head_dim, tp, s.aligns, sh.hidden, s.inputs.adapter)
-    for group, (_, size) in sh.inter.items():
-        aligns = s.group_align.get(group, (MLP_TILE, MLP_TILE))
-        if choose_intermediate(size, tp, *aligns) != size:
-            per_rank = f"{size // tp}" if size % tp == 0 else f"{size}/{tp}"
-            why.append(f"{group} intermediate {size}: {per_rank} per rank is not a multiple of "
-                       f"{math.lcm(*aligns)} (what its storage format needs per rank)")
+    why = head_problems(sh.heads, sh.kv, sh.geometry, tp, s.aligns, sh.hidden, s.inputs.adapter)
+    for d in plan.dims:
+        group = d.name.removesuffix(" intermediate")
+        if group in sh.inter and d.after != d.before:
+            step = math.lcm(*s.group_align.get(group, (1, 1)))
+            why.append(f"{d.name} {d.before} % tp {tp} != 0" if d.before % tp else
+                       f"{d.name} {d.before}: {d.before // tp} per rank is not a multiple of {step} (what its "
+                       f"storage format needs per rank)")
     return why
 
 
-def _costs(s: Survey, tp: int, row: Row, h2: int, kv2: int, plan) -> None:
-    """KV cache per token and per-token FLOPs before and after padding, from the modules' logical shapes."""
+def kv_values_per_token(hs: HeadShape, kv: int, tp: int) -> int | None:
+    """Values all `tp` ranks cache per token and attention layer (None: `kv` heads cannot shard at `tp`).
+
+    vLLM caches K and V of each kv head a rank holds (kv heads replicated when tp > kv), or, for MLA, one latent
+    of kv_lora_rank + qk_rope_head_dim per rank (ModelConfig.get_num_kv_heads is 1 and MLAAttention's head_size
+    is the latent, whatever the head count), so MLA's cache grows with TP but never with padded heads."""
+    if hs.latent_kv:
+        return tp * hs.latent_kv
+    per_rank = kv_per_rank(kv, tp)
+    return None if per_rank is None else per_rank * tp * 2 * hs.widths["kv"]
+
+
+def _kv_costs(s: Survey, tp: int, row: Row, kv2: int) -> None:
+    """KV cache per token: all ranks, per rank, against the unsharded upstream, and the part padding adds (the
+    rest, at least one kv head per rank or MLA's latent on every rank, any layout at this TP stores)."""
+    hs, kv = s.shape.geometry, s.shape.kv
+    per_layer = KV_CACHE_BYTES * _attention_layers(s)
+    row.kv_cache = "latent" if hs.latent_kv else "kv heads"
+    row.kv_bytes_per_token = kv_values_per_token(hs, kv2, tp) * per_layer
+    row.kv_bytes_per_token_per_rank = row.kv_bytes_per_token // tp
+    row.extra_kv_bytes_per_token = row.kv_bytes_per_token - kv_values_per_token(hs, kv, 1) * per_layer
+    least = row.kv_bytes_per_token if hs.latent_kv else max(kv, tp) * 2 * hs.widths["kv"] * per_layer
+    row.padding_kv_bytes_per_token = row.kv_bytes_per_token - least
+
+
+def _flop_costs(s: Survey, row: Row, h2: int, kv2: int, plan: Plan) -> None:
+    """Per-token FLOPs of the attention projections and MLPs, and of attention scores (they grow as heads do)."""
     sh = s.shape
-    layers = _attention_layers(s)
-    per_kv_head = 2 * sh.head_dim * KV_CACHE_BYTES * layers  # K and V, every attention layer
-    row.kv_bytes_per_token = kv_per_rank(kv2, tp) * tp * per_kv_head
-    row.extra_kv_bytes_per_token = row.kv_bytes_per_token - sh.kv * per_kv_head
     after = {d.config_keys: d.after for d in plan.dims}
     attn, mlp = _flops(s, h2, kv2, {g: after[keys] for g, (keys, _) in sh.inter.items()})
-    row.attention_flops_pct = _pct(*attn)
+    replicated = _replicated_attention_flops(s)
+    row.attention_flops_pct = _pct(attn[0] + replicated, attn[1] + replicated)
     row.mlp_flops_pct = _pct(*mlp)
     row.attention_score_flops_pct = _pct(sh.heads, h2)
 
 
 def _attention_layers(s: Survey) -> int:
-    return sum(1 for r in s.modules.roles.values() if r.kind == "q")
+    """Attention layers (the MTP layer's too: the card serves it as a speculative draft): one o_proj each."""
+    return sum(1 for r in s.modules.roles.values() if r.kind == "o")
+
+
+def _replicated_attention_flops(s: Survey) -> int:
+    """Multiply-adds per token of the attention projections that are not sharded by heads (MLA's q_a_proj and
+    kv_a_proj_with_mqa): copied modules under self_attn with a 2-D weight (norms are 1-D)."""
+    total, seen = 0, {}
+    for module, role in s.modules.roles.items():
+        params = s.modules.params[module]
+        weight = next((params[k] for k in ("weight", "weight_packed", "qweight") if k in params), None)
+        if role.kind != "copy" or not ATTENTION_MODULE.search(module) or weight is None or len(weight.shape) < 2:
+            continue
+        sig = tuple((k, p.dtype, p.shape) for k, p in params.items())
+        if sig not in seen:
+            lay = detect_layout(module, params, s.inputs.quant)
+            seen[sig] = lay.out_features * lay.in_features
+        total += seen[sig]
+    return total
 
 
 def _flops(s: Survey, h2: int, kv2: int, new_inter: dict[str, int]) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -132,7 +186,7 @@ def _flops(s: Survey, h2: int, kv2: int, new_inter: dict[str, int]) -> tuple[tup
     attn, mlp = [0.0, 0.0], [0.0, 0.0]
     for (rid, lid, routed), count in counts.items():
         role, lay = by_id[(rid, lid)]
-        out2, in2 = padded_features(role, lay, s.shape.head_dim, h2, kv2, new_inter)
+        out2, in2 = padded_features(role, lay, s.shape.geometry, h2, kv2, new_inter)
         weight = count * (top_k / n_exp if routed and n_exp else 1)
         acc = attn if role.kind in ("q", "kv", "o") else mlp
         acc[0] += weight * lay.out_features * lay.in_features

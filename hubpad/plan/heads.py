@@ -3,7 +3,8 @@
 Multi-head and grouped-query attention give every head-sharded layer `head_dim` per head (q/k/v rows, o
 columns). Multi-head latent attention (DeepSeek-V3, Kimi-K2) differs: q_b_proj holds qk_nope + qk_rope rows per
 head, kv_b_proj qk_nope + v rows per head, o_proj v columns per head, and there are no kv heads (the latent KV
-is shared). Adapters describe their geometry with a HeadShape; choosing heads and the per-rank table read it.
+is shared). Adapters describe their geometry with a HeadShape; choosing heads and the per-rank table read it,
+and so does the TP advisor's KV cache figure: K and V per kv head, or MLA's latent, which no head count changes.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ class HeadShape:
 
     `labels` names each key in plans and errors; `kv_heads` is False where there are no kv heads to shard
     (MLA); `config_head_dim` is written to config.json as head_dim (None: head_dim is not a free key there).
+    `latent_kv` is MLA's cached latent per token and layer (kv_lora_rank + qk_rope_head_dim), which vLLM keeps
+    whole on every rank; None: the cache holds K and V of `widths["kv"]` per kv head.
     """
 
     widths: dict[str, int]
     labels: dict[str, str]
     kv_heads: bool = True
     config_head_dim: int | None = None
+    latent_kv: int | None = None
 
     @staticmethod
     def uniform(head_dim: int) -> "HeadShape":

@@ -46,7 +46,7 @@ class MlaAdapter(Adapter):
         q_label = "q_b_proj rows" if config.get("q_lora_rank") else "q_proj rows"
         return HeadShape({"q": nope + rope, "o": v, "kv_b": nope + v},
                          {"q": q_label, "o": "o_proj columns", "kv_b": "kv_b_proj rows"},
-                         kv_heads=False, config_head_dim=None)
+                         kv_heads=False, config_head_dim=None, latent_kv=config["kv_lora_rank"] + rope)
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
         one_shared_expert(config)
