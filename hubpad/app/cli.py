@@ -10,30 +10,26 @@ from pathlib import Path
 import click
 
 from hubpad import __version__
-from hubpad.app.demo import run_demo
 from hubpad.app.gha import append_summary
 from hubpad.app.gha import error as gha_error
 from hubpad.app.gha import in_github_actions
 from hubpad.app.gha import set_outputs as gha_set_outputs
-from hubpad.app.progress import run_hooks
 from hubpad.app.advice_report import advice_text
 from hubpad.app.report import plan_text
 from hubpad.errors import ConfigError, HubpadError
-from hubpad.formats.mirrors_file import find_mirror, load_mirrors
 from hubpad.plan.advisor import DEFAULT_TPS, advise
 from hubpad.plan.planner import make_plan
 from hubpad.plan.shards import split_parts
-from hubpad.publish import make_publisher
-from hubpad.run.card_refresh import refresh_card
-from hubpad.run.check import check_many, check_one
-from hubpad.run.mirror import run_mirror
-from hubpad.run.verify import verify_derivative
 from hubpad.source import open_source
 from hubpad.source.hub_api import api_for, whoami_name
 from hubpad.util.log import log
 from hubpad.util.redact import redact
 from hubpad.util.refs import is_local
 from hubpad.util.sizes import human, parse_size
+
+# The commands that build, publish, check or verify import their layers when they run: `hubpad plan` on a real
+# checkpoint is close to its header-parse floor, and those imports (jinja2, yaml, the run steps) would be a
+# tenth of its time.
 
 
 def _size(ctx, param, value):
@@ -162,6 +158,7 @@ class Job:
     def __init__(self, src, tp, dst, revision, shard_size, max_disk, config_file, private):
         self.serving: dict = {}
         if config_file:
+            from hubpad.formats.mirrors_file import find_mirror, load_mirrors
 
             namespace = _namespace_or_none() if not is_local(src) or (dst and not is_local(dst)) else None
             spec = find_mirror(load_mirrors(config_file, namespace=namespace), src, target=dst, tp=tp,
@@ -196,6 +193,8 @@ def _build(job: Job, *, force: bool, workdir, parts: tuple[int, int] | None = No
     if job.dst is None and source.kind == "local":
         raise HubpadError("--to is required when SRC is a local directory")
     plan = make_plan(source, job.tp, job.shard_size)
+    from hubpad.publish import make_publisher
+
     publisher = make_publisher(source, job.dst, job.tp, force=force, private=job.private, workdir=workdir,
                                max_disk=job.max_disk)
     return plan, publisher
@@ -293,6 +292,9 @@ def publish(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir
 
 def _run(job: Job, plan, publisher, templates_dir: str | None, as_json: bool, **how) -> None:
     """Run the mirror with the command line's progress display, then report (stdout, Actions outputs)."""
+    from hubpad.app.progress import run_hooks
+    from hubpad.run.mirror import run_mirror
+
     summary = run_mirror(plan, publisher, templates_dir=Path(templates_dir) if templates_dir else None,
                          serving_overrides=job.serving, hooks=run_hooks(), **how)
     _report(summary, publisher, as_json, plan)
@@ -311,6 +313,8 @@ def _run(job: Job, plan, publisher, templates_dir: str | None, as_json: bool, **
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def check(src, dst, tp, revision, config_file, as_json) -> None:
     """Is DST up to date with SRC? API calls only: reports up-to-date, stale or missing."""
+    from hubpad.run.check import check_many, check_one
+
     if config_file:
         result = check_many(config_file, only_upstream=src, target=dst)
         changed = [m for m in result["mirrors"] if m["changed"]]
@@ -344,6 +348,8 @@ def check(src, dst, tp, revision, config_file, as_json) -> None:
 @click.option("--dry-run", is_flag=True, help="Show which files would change; commit nothing.")
 def card(dst, upstream, templates_dir, dry_run) -> None:
     """Re-render DST's model card, recipe and patch files from its hubpad.json; no shard is read or written."""
+    from hubpad.run.card_refresh import refresh_card
+
     result = refresh_card(dst, upstream=upstream, templates_dir=Path(templates_dir) if templates_dir else None,
                           dry_run=dry_run)
     set_outputs({"changed": bool(result["changed"]), "target_commit": result.get("commit") or "",
@@ -363,6 +369,8 @@ def card(dst, upstream, templates_dir, dry_run) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the verification report as JSON.")
 def verify(src: str, dst: str, as_json: bool) -> None:
     """Check DST is SRC padded losslessly: original bytes in place, pads exactly zero, config and index right."""
+    from hubpad.run.verify import verify_derivative
+
     report = verify_derivative(open_source(src), open_source(dst))
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -379,6 +387,8 @@ def verify(src: str, dst: str, as_json: bool) -> None:
               help="Folder for the demo's upstream and padded checkpoints.")
 def demo(out: str) -> None:
     """Offline example: build a tiny Hy3-shaped RedHatAI-layout checkpoint, pad it for TP=3, verify it."""
+    from hubpad.app.demo import run_demo
+
     run_demo(Path(out))
 
 
