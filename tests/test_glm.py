@@ -65,6 +65,7 @@ def test_glm_padded_model_gives_identical_logits(tmp_path, case):
     assert shapes["model.layers.1.mlp.shared_experts.down_proj.weight"] == ((64, 44), (64, expert))
     card = (dst / "README.md").read_text()
     assert "--tool-call-parser glm45" in card and "--reasoning-parser glm45" in card and '"method": "mtp"' in card
+    assert "vLLM 0.11.0 or newer" in card  # speculative method "mtp" (plan/adapters/vllm.py)
 
     assert_same_logits(model, dst, case, COMMON["vocab_size"])
 

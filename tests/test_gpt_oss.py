@@ -29,6 +29,7 @@ from hubpad.run.verify import verify_derivative  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from hubpad.testing import write_checkpoint  # noqa: E402
 from tests.helpers import cli  # noqa: E402
+from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real  # noqa: E402
 
 E, H, I, VOCAB = 4, 64, 192, 160  # I = 192: whole 32-wide MXFP4 blocks on each of 3 or 6 ranks
 
@@ -96,6 +97,7 @@ def test_gpt_oss_mxfp4_padded_model_gives_identical_logits(tmp_path, tp, heads, 
     assert torch.equal(sinks["model.layers.0.self_attn.sinks"][4:], torch.zeros(heads - 4, dtype=torch.bfloat16))
     card = (dst / "README.md").read_text()
     assert "--tool-call-parser openai" in card and "--reasoning-parser openai_gptoss" in card
+    assert "vLLM 0.10.2 or newer" in card  # the openai / openai_gptoss parsers (plan/adapters/vllm.py)
 
     ids = torch.randint(0, VOCAB, (2, 12), generator=torch.Generator().manual_seed(1))
     a, b = _logits(src, ids), _logits(dst, ids)
@@ -110,36 +112,10 @@ def test_gpt_oss_refuses_a_tp_its_experts_cannot_serve_at(tmp_path):
         make_plan(LocalSource(tmp_path / "upstream"), 4)
 
 
-def _real(layers: int, experts: int) -> tuple[dict, list]:
-    cfg = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880,
-           "intermediate_size": 2880, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
-           "num_hidden_layers": layers, "num_local_experts": experts, "experts_per_token": 4,
-           "num_experts_per_tok": 4, "vocab_size": 201088, "sliding_window": 128, "attention_bias": True,
-           "layer_types": ["sliding_attention", "full_attention"] * (layers // 2), "max_position_embeddings": 131072,
-           "rms_norm_eps": 1e-05, "swiglu_limit": 7.0, "tie_word_embeddings": False,
-           "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
-               "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}
-    t = [("model.embed_tokens.weight", "BF16", (201088, 2880)), ("model.norm.weight", "BF16", (2880,)),
-         ("lm_head.weight", "BF16", (201088, 2880))]
-    for i in range(layers):
-        p = f"model.layers.{i}."
-        t += [(p + "input_layernorm.weight", "BF16", (2880,)), (p + "post_attention_layernorm.weight", "BF16", (2880,)),
-              (p + "self_attn.sinks", "BF16", (64,)), (p + "mlp.router.weight", "BF16", (experts, 2880)),
-              (p + "mlp.router.bias", "BF16", (experts,))]
-        for proj, out_f, in_f in (("q_proj", 4096, 2880), ("k_proj", 512, 2880), ("v_proj", 512, 2880),
-                                  ("o_proj", 2880, 4096)):
-            t += [(p + f"self_attn.{proj}.weight", "BF16", (out_f, in_f)), (p + f"self_attn.{proj}.bias", "BF16", (out_f,))]
-        for proj, out_f, in_f in (("gate_up_proj", 5760, 2880), ("down_proj", 2880, 2880)):
-            t += [(p + f"mlp.experts.{proj}_blocks", "U8", (experts, out_f, in_f // 32, 16)),
-                  (p + f"mlp.experts.{proj}_scales", "U8", (experts, out_f, in_f // 32)),
-                  (p + f"mlp.experts.{proj}_bias", "BF16", (experts, out_f))]
-    return cfg, t
-
-
-@pytest.mark.parametrize("name,layers,experts", [("gpt-oss-120b", 36, 128), ("gpt-oss-20b", 24, 32)])
-def test_gpt_oss_plan_at_real_scale(tmp_path, name, layers, experts):
-    cfg, tensors = _real(layers, experts)
-    src = write_checkpoint(tmp_path / name, cfg, tensors, n_shards=3, header_only=True)
+@pytest.mark.parametrize("repo", sorted(GPT_OSS_SIZES))
+def test_gpt_oss_plan_at_real_scale(tmp_path, repo):
+    cfg, tensors = gpt_oss_real(*GPT_OSS_SIZES[repo])
+    src = write_checkpoint(tmp_path / repo.split("/")[1], cfg, tensors, n_shards=3, header_only=True)
     for tp, heads, kv in ((3, 72, 9), (6, 96, 12)):
         result = cli("plan", src, "--tp", str(tp), "--json")
         assert result.exit_code == 0, result.output

@@ -80,6 +80,7 @@ def test_mla_padded_model_gives_identical_logits(tmp_path, model_type, tp, heads
     parser = {"deepseek_v3": "deepseek_v3", "kimi_k2": "kimi_k2"}[model_type]
     assert f"--tool-call-parser {parser}" in card and f"--reasoning-parser {parser}" in card
     assert '"method": "mtp"' in card and ("--trust-remote-code" in card) == (model_type == "kimi_k2")
+    assert "vLLM 0.11.1 or newer" in card  # the deepseek_v3 / kimi_k2 reasoning parsers (plan/adapters/vllm.py)
     if model_type == "kimi_k2":
         cfg["model_type"] = "deepseek_v3"  # transformers has no kimi_k2 class; vLLM maps it to DeepseekV3Config
         (dst / "config.json").write_text(json.dumps(cfg))

@@ -8,11 +8,16 @@ import pytest
 
 from hubpad.plan.adapters import adapter_for
 from hubpad.plan.adapters.vllm import FIRST_RELEASE, min_vllm
+from tests.glm_real import GLM45_AIR_CONFIG, GLM45_CONFIG
+from tests.gpt_oss_real import gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
+from tests.mla_real import DEEPSEEK_V3_CONFIG, KIMI_K2_CONFIG
 from tests.real_models import LLAMA33_70B, QWEN3_235B_A22B, QWEN25_72B
 
 MIXTRAL = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
            "num_attention_heads": 32, "num_key_value_heads": 8}
+GEMMA3_TEXT = {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"], "hidden_size": 5376,
+               "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128}
 
 
 @pytest.mark.parametrize("config, tool, reasoning, version", [
@@ -25,6 +30,13 @@ MIXTRAL = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hi
     (dict(MIXTRAL, num_attention_heads=36, num_key_value_heads=9, head_dim=128), "mistral", None, "0.8.0"),
     (dict(MIXTRAL, model_type="mistral", architectures=["MistralForCausalLM"]), "mistral", None, "0.6.0"),
     (HY3_CONFIG, "hy_v3", "hy_v3", "0.20.0"),
+    # the deepseek_v3 / kimi_k2 reasoning parsers came in 0.11.1 (0.11.0 had deepseek_r1 only)
+    (DEEPSEEK_V3_CONFIG, "deepseek_v3", "deepseek_v3", "0.11.1"),
+    (KIMI_K2_CONFIG, "kimi_k2", "kimi_k2", "0.11.1"),
+    (GLM45_CONFIG, "glm45", "glm45", "0.11.0"),  # MTP as speculative method "mtp" (0.10.2 knew deepseek_mtp only)
+    (dict(GLM45_AIR_CONFIG, num_nextn_predict_layers=0), "glm45", "glm45", "0.10.1"),  # glm45 parsers
+    (gpt_oss_real(2, 4)[0], "openai", "openai_gptoss", "0.10.2"),
+    (GEMMA3_TEXT, None, None, "0.8.0"),
 ])
 def test_family_flags_and_minimum_vllm(config, tool, reasoning, version):
     s = adapter_for(config).serving(config)
@@ -41,3 +53,20 @@ def test_hy3_mtp_and_plan_features():
     assert llama == {"version": "0.19.0", "because": [FIRST_RELEASE["plugin:vocab-patch"][1]]}
     assert min_vllm(["flag:moe-backend-marlin"])["version"] == "0.17.0"
     assert min_vllm([]) == {"version": None, "because": []}
+
+
+def test_new_families_name_what_sets_their_minimum():
+    """The card says which feature sets the minimum: the parsers for DeepSeek-V3/Kimi-K2 and gpt-oss, MTP for GLM."""
+    def because(config):
+        return min_vllm(adapter_for(config).serving(config)["vllm_features"])["because"]
+    assert because(DEEPSEEK_V3_CONFIG) == ["reasoning parser deepseek_v3"]
+    assert because(KIMI_K2_CONFIG) == ["reasoning parser kimi_k2"]
+    assert because(GLM45_CONFIG) == ['speculative method "mtp"']
+    assert because(gpt_oss_real(2, 4)[0]) == ["tool-call parser openai", "reasoning parser openai_gptoss"]
+    assert because(GEMMA3_TEXT) == ["Gemma3ForCausalLM"]
+    kimi = adapter_for(KIMI_K2_CONFIG).serving(KIMI_K2_CONFIG)
+    assert kimi["extra_args"] == ["--trust-remote-code"] and "mla:kimi_k2" in kimi["vllm_features"]
+    assert kimi["speculative_config"] is None and "spec:mtp" not in kimi["vllm_features"]  # Kimi-K2 has no MTP
+    ds = adapter_for(DEEPSEEK_V3_CONFIG).serving(DEEPSEEK_V3_CONFIG)
+    assert ds["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
+    assert {"spec:deepseek_mtp", "spec:mtp", "arch:DeepseekV3ForCausalLM"} <= set(ds["vllm_features"])

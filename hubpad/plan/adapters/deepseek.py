@@ -15,6 +15,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, MTP_MODULES, ROUTERS, SHARED,
                                        Adapter, L, Role, mtp_speculative, one_shared_expert)
+from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
 _MLA = [
@@ -33,6 +34,7 @@ class MlaAdapter(Adapter):
     tool_call_parser = "deepseek_v3"
     reasoning_parser = "deepseek_v3"  # separates thinking only when a request asks for it (else identity)
     extra_args: tuple[str, ...] = ()
+    vllm_features: tuple[str, ...] = ("arch:DeepseekV3ForCausalLM",)  # vLLM's class for both model types
 
     def head_shape(self, config: dict) -> HeadShape:
         bad = [k for k in _MLA_KEYS if not isinstance(config.get(k), int) or config[k] <= 0]
@@ -53,8 +55,10 @@ class MlaAdapter(Adapter):
         return super().intermediate_sizes(config)
 
     def serving(self, config: dict) -> dict:
-        return {"tool_call_parser": self.tool_call_parser, "reasoning_parser": self.reasoning_parser,
-                "speculative_config": mtp_speculative(config), "extra_args": list(self.extra_args)}
+        spec = mtp_speculative(config)
+        out = serving(tool=self.tool_call_parser, reasoning=self.reasoning_parser, spec=spec,
+                      features=self.vllm_features + (("spec:deepseek_mtp", "spec:mtp") if spec else ()))
+        return {**out, "extra_args": list(self.extra_args)}
 
 
 class KimiK2Adapter(MlaAdapter):
@@ -63,6 +67,7 @@ class KimiK2Adapter(MlaAdapter):
     tool_call_parser = "kimi_k2"
     reasoning_parser = "kimi_k2"
     extra_args = ("--trust-remote-code",)
+    vllm_features = ("arch:DeepseekV3ForCausalLM", "mla:kimi_k2")
 
 
 def _mla(cls: type[MlaAdapter], model_type: str) -> MlaAdapter:

@@ -15,8 +15,17 @@ be read as 64 wide), and padding the tower's hidden size would change its LayerN
 from __future__ import annotations
 
 from hubpad.plan.adapters.base import ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, Adapter
+from hubpad.plan.adapters.vllm import serving
 
-GEMMA3_TEXT = Adapter(
+
+class Gemma3TextAdapter(Adapter):
+    """vLLM serves gemma3_text with Gemma3ForCausalLM; the family has no tool-call or reasoning parser of its own."""
+
+    def serving(self, config: dict) -> dict:
+        return serving(features=("arch:Gemma3ForCausalLM",))
+
+
+GEMMA3_TEXT = Gemma3TextAdapter(
     name="gemma3_text", model_types=("gemma3_text",), linear_patterns=ATTENTION + DENSE_MLP,
     copy_modules=COPY_MODULES, copy_params=COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
     per_head_norms=True, hidden_must_divide_by_heads=True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, MTP_MODULES, ROUTERS,
                                        SHARED, Adapter, Role, mtp_speculative, one_shared_expert)
+from hubpad.plan.adapters.vllm import serving
 
 
 class GlmMoeAdapter(Adapter):
@@ -22,8 +23,9 @@ class GlmMoeAdapter(Adapter):
         return super().intermediate_sizes(config)
 
     def serving(self, config: dict) -> dict:
-        return {"tool_call_parser": "glm45", "reasoning_parser": "glm45",
-                "speculative_config": mtp_speculative(config), "extra_args": []}
+        spec = mtp_speculative(config)
+        return serving(tool="glm45", reasoning="glm45", spec=spec, features=("arch:Glm4MoeForCausalLM",) + (
+            ("spec:glm4_moe_mtp", "spec:mtp") if spec else ()))
 
 
 GLM4_MOE = GlmMoeAdapter(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import ATTENTION, COPY_MODULES, COPY_PARAMS, Adapter, L
+from hubpad.plan.adapters.vllm import serving
 
 _MXFP4_BLOCK = 32
 # Routed experts: MXFP4 (blocks, e8m0 scales) or dequantized BF16 (fused 3-D tensors), each with a bias.
@@ -31,8 +32,7 @@ class GptOssAdapter(Adapter):
                               f"experts is not implemented")
 
     def serving(self, config: dict) -> dict:
-        return {"tool_call_parser": "openai", "reasoning_parser": "openai_gptoss", "speculative_config": None,
-                "extra_args": []}
+        return serving(tool="openai", reasoning="openai_gptoss", features=("arch:GptOssForCausalLM",))
 
 
 GPT_OSS = GptOssAdapter(

@@ -1,9 +1,13 @@
 """What a derivative needs from vLLM: the first release with each model class, parser and flag it uses.
 
 Each version below was read in vLLM's released wheels (registry, tool_parsers/reasoning registries, model files,
-engine args), checked in 0.5.5, 0.6.0–0.6.3, 0.6.6, 0.7.3, 0.8.0–0.8.5.post1, 0.9.0, 0.10.0–0.20.0 and 0.33.0: a
-version here is the first of those releases that has the thing, and the one before it does not. The adapters'
-`serving()` name the features a derivative uses; `min_vllm` turns them into the version the card states.
+config, engine args), checked in 0.5.5, 0.6.0–0.6.3, 0.6.4, 0.6.4.post1, 0.6.5, 0.6.6, 0.7.0–0.7.3,
+0.8.0–0.8.5.post1, 0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2, 0.11.0, 0.11.1, 0.11.2,
+0.12.0–0.20.0, 0.19.1 and 0.33.0: a version here is the first of those releases that has the thing, and the
+checked release before it does not (for every entry that one is its immediate predecessor on PyPI, except the vocab
+plugin's, checked from 0.19.0 only). A feature whose first release was not read stays out of this table, and the
+card then states no minimum for it. The adapters' `serving()` name the features a derivative uses; `min_vllm`
+turns them into the version the card states.
 """
 
 from __future__ import annotations
@@ -14,12 +18,30 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:hermes": ("0.6.0", "tool-call parser hermes"),
     "tool:mistral": ("0.6.0", "tool-call parser mistral"),
     "tool:hy_v3": ("0.20.0", "tool-call parser hy_v3"),
+    "tool:deepseek_v3": ("0.9.0", "tool-call parser deepseek_v3"),
+    "tool:kimi_k2": ("0.10.0", "tool-call parser kimi_k2"),
+    "tool:glm45": ("0.10.1", "tool-call parser glm45"),
+    "tool:openai": ("0.10.2", "tool-call parser openai"),
     "reasoning:qwen3": ("0.9.0", "reasoning parser qwen3"),
     "reasoning:hy_v3": ("0.20.0", "reasoning parser hy_v3"),
+    "reasoning:deepseek_v3": ("0.11.1", "reasoning parser deepseek_v3"),
+    "reasoning:kimi_k2": ("0.11.1", "reasoning parser kimi_k2"),
+    "reasoning:glm45": ("0.10.1", "reasoning parser glm45"),  # 0.10.0 named it glm4_moe
+    "reasoning:openai_gptoss": ("0.10.2", "reasoning parser openai_gptoss"),
     "arch:Qwen3ForCausalLM": ("0.8.4", "Qwen3ForCausalLM"),
     "arch:Qwen3MoeForCausalLM": ("0.8.4", "Qwen3MoeForCausalLM"),
     "arch:HYV3ForCausalLM": ("0.20.0", "HYV3ForCausalLM"),
+    "arch:DeepseekV3ForCausalLM": ("0.6.6", "DeepseekV3ForCausalLM"),
+    "arch:Glm4MoeForCausalLM": ("0.10.0", "Glm4MoeForCausalLM"),
+    "arch:GptOssForCausalLM": ("0.10.1", "GptOssForCausalLM"),
+    "arch:Gemma3ForCausalLM": ("0.8.0", "Gemma3ForCausalLM"),
+    # ModelConfig.is_deepseek_mla lists model_type kimi_k2 (before, a kimi_k2 config ran without MLA)
+    "mla:kimi_k2": ("0.10.0", "MLA for model_type kimi_k2"),
     "spec:hy_v3_mtp": ("0.20.0", "Hy3 MTP speculative decoding (HYV3MTPModel)"),
+    "spec:deepseek_mtp": ("0.7.3", "DeepSeek MTP speculative decoding (DeepSeekMTPModel)"),
+    "spec:glm4_moe_mtp": ("0.10.0", "GLM-4.5 MTP speculative decoding (Glm4MoeMTPModel)"),
+    # SpeculativeConfig.method accepts "mtp" (the card's speculative_config); 0.10.2's Literal has only *_mtp names
+    "spec:mtp": ("0.11.0", 'speculative method "mtp"'),
     # MixtralForCausalLM reads head_dim from config (it used hidden_size // heads before): padded heads load.
     "head_dim:mixtral": ("0.8.0", "MixtralForCausalLM reading head_dim from config.json"),
     "flag:moe-backend-marlin": ("0.17.0", "--moe-backend marlin"),
