@@ -45,6 +45,17 @@ CASES = {
     "mixtral": ("mixtral", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                                 intermediate_size=40, num_local_experts=3, num_experts_per_tok=2), 3,
                 {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 192}),
+    "mistral": ("mistral", dict(hidden_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=24,
+                                intermediate_size=100, sliding_window=None), 3,
+                {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 384}),
+    # Qwen2-MoE: heads never padded (as Qwen2); at TP=2 its routed experts grow to the fused-MoE tile (32 → 128),
+    # the shared expert (48, 24 per rank) and the unused dense intermediate_size (60: every layer is MoE) stay.
+    "qwen2_moe-experts-tp2": ("qwen2_moe", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                                head_dim=16, intermediate_size=60, moe_intermediate_size=32,
+                                                shared_expert_intermediate_size=48, num_experts=4,
+                                                num_experts_per_tok=2, decoder_sparse_step=1, qkv_bias=True), 2,
+                              {"num_attention_heads": 4, "num_key_value_heads": 2, "moe_intermediate_size": 128,
+                               "shared_expert_intermediate_size": 48, "intermediate_size": 60}),
 }
 
 # Logits are compared in float64 (exact up to 1e-12 relative) and in float32 (within a small multiple of the

@@ -146,7 +146,8 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
             n, a = per * hs.widths[key], aligns.of(key)
             row(hs.labels[key], count * hs.widths[key], n, n % a == 0, f"{n} % {a} == 0")
     for group, size in new_inter.items():
-        n_al, k_al = group_align.get(group, (MLP_TILE, MLP_TILE))
+        # A group with no layers (intermediate_size of an all-MoE Qwen2-MoE) has nothing to align, as in plan_for.
+        n_al, k_al = group_align.get(group, (1, 1))
         a = math.lcm(n_al, k_al)
         per = size // tp if size % tp == 0 else None
         row(f"{group} intermediate", size, per, per is not None and per % a == 0, f"{size} / {tp} % {a} == 0")
