@@ -206,7 +206,9 @@ def test_installs_from_own_checkout_after_setup_python():
     assert setup["uses"].startswith("actions/setup-python@") and SHA_PIN.match(setup["uses"])
     assert setup["with"]["python-version"] == "${{ inputs.python-version }}"
     install = steps[1]
-    assert 'pip install --disable-pip-version-check "${GITHUB_ACTION_PATH}"' in install["run"]
+    # The locked dependency versions (hashes checked), then hubpad itself from the action's checkout.
+    assert '--require-hashes --no-deps \\\n  -r "${GITHUB_ACTION_PATH}/requirements/runtime.txt"' in install["run"]
+    assert 'pip install --disable-pip-version-check --no-deps "${GITHUB_ACTION_PATH}"' in install["run"]
     for step in steps:
         if "run" in step:
             assert step["shell"] == "bash"
