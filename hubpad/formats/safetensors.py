@@ -11,6 +11,7 @@ import math
 import reprlib
 import struct
 from dataclasses import dataclass
+from itertools import accumulate
 from operator import attrgetter
 
 from hubpad.errors import HubpadError
@@ -27,7 +28,9 @@ DTYPE_BITS: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+# Immutable by convention, not frozen: a frozen dataclass sets each field through object.__setattr__, 4x the
+# cost of a plain slots class, and a real plan makes ~185k of these. unsafe_hash keeps the frozen hash.
+@dataclass(slots=True, unsafe_hash=True)
 class TensorInfo:
     """One tensor's place in a safetensors file; `start`/`end` are absolute file offsets."""
 
@@ -110,7 +113,7 @@ def _tensor_entries(raw: dict, file: str, data_len: int, base: int, same_values:
     once per distinct (dtype, *shape) and later entries share that shape tuple; offsets are checked for every
     entry. Anything that is not plainly valid goes through `_tensor_entry`, which raises the exact error.
     """
-    checked: dict[tuple, tuple[tuple[int, ...], int]] = {}  # (dtype, *shape) -> (shape, nbytes)
+    checked: dict[tuple, tuple[str, tuple[int, ...], int]] = {}  # (dtype, *shape) -> (dtype, shape, nbytes)
     out = []
     for name, entry in raw.items():
         hit = None
@@ -124,12 +127,12 @@ def _tensor_entries(raw: dict, file: str, data_len: int, base: int, same_values:
             if hit is not None and type(offsets) is list and len(offsets) == 2:
                 begin, end = offsets
                 if (type(begin) is int and type(end) is int and 0 <= begin <= end <= data_len
-                        and end - begin == hit[1]):
-                    out.append(TensorInfo(name, key[0], hit[0], file, base + begin, base + end))
+                        and end - begin == hit[2]):
+                    out.append(TensorInfo(name, hit[0], hit[1], file, base + begin, base + end))
                     continue
         t = _tensor_entry(name, entry, file, data_len, base)
         if same_values and hit is None:
-            checked[(t.dtype, *t.shape)] = (t.shape, t.end - t.start)
+            checked[(t.dtype, *t.shape)] = (t.dtype, t.shape, t.end - t.start)
         out.append(t)
     return out
 
@@ -156,10 +159,13 @@ def _tensor_entry(name: str, entry: object, file: str, data_len: int, base: int)
     if nbits % 8 or nbits // 8 != end - begin:
         raise HubpadError(f"{file}: tensor {_short(name)}: {dtype}{_short(shape)} needs {_short(nbits // 8)} bytes "
                           f"but data_offsets span {end - begin}")
-    return TensorInfo(name=name, dtype=dtype, shape=tuple(shape), file=file, start=base + begin, end=base + end)
+    # The dtype is the module's own string: json.loads makes one per entry, ~10 MB of copies for Hy3's headers.
+    return TensorInfo(name=name, dtype=_DTYPE_NAMES[dtype], shape=tuple(shape), file=file, start=base + begin,
+                      end=base + end)
 
 
 _INT_ONLY = frozenset({int})
+_DTYPE_NAMES = {d: d for d in DTYPE_BITS}
 class _Repr(reprlib.Repr):
     def repr_int(self, x: int, level: int) -> str:
         if x.bit_length() > 256:  # str() of a 4300+ digit int raises; a shape's product can get there
@@ -183,21 +189,21 @@ def encode_header(entries: list[tuple[str, str, tuple[int, ...], int]], metadata
     `entries` are (name, dtype, shape, nbytes). Returns the length prefix plus the JSON, padded with
     spaces to an 8-byte boundary as the safetensors library does, so tensor data stays aligned. The text is
     exactly `json.dumps(header, separators=(",", ":"))` of the header as a dict, written entry by entry
-    (a real Hy3 plan encodes ~185k entries; a dozen distinct shapes are each encoded once).
+    (a real Hy3 plan encodes ~185k entries: each distinct (dtype, shape) is encoded once, the rest in C).
     """
     if len({e[0] for e in entries} | {"__metadata__"}) != len(entries) + 1:
         return _encode_header_dict(entries, metadata)  # repeated names collapse as in a dict: keep that meaning
     parts = [f'"__metadata__":{json.dumps(metadata, separators=(",", ":"))}'] if metadata else []
-    shapes: dict[tuple[int, ...], str] = {}
-    offset = 0
-    for name, dtype, shape, nbytes in entries:
-        shape_json = shapes.get(shape)
-        if shape_json is None:
-            shape_json = shapes[shape] = json.dumps(list(shape), separators=(",", ":"))
-        parts.append(f'{_json_str(name)}:{{"dtype":{_json_str(dtype)},"shape":{shape_json},'
-                     f'"data_offsets":[{offset},{offset + nbytes}]}}')
-        offset += nbytes
+    names, dtypes, shapes, sizes = zip(*entries) if entries else ((),) * 4
+    kinds = list(zip(dtypes, shapes))
+    middle = {kind: f':{{"dtype":{_json_str(kind[0])},"shape":{json.dumps(list(kind[1]), separators=(",", ":"))},'
+                    f'"data_offsets":[' for kind in set(kinds)}
+    ends = list(accumulate(sizes))
+    parts += map(_ENTRY.format, map(_json_str, names), map(middle.__getitem__, kinds), [0, *ends[:-1]], ends)
     return _frame(("{" + ",".join(parts) + "}").encode("utf-8"))
+
+
+_ENTRY = "{}{}{},{}]}}"  # name, ':{"dtype":..,"shape":..,"data_offsets":[', start, end
 
 
 _json_str = json.encoder.encode_basestring_ascii  # what json.dumps writes for a str (ensure_ascii)

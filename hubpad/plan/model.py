@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter, ne, or_
 
 from hubpad import FORMAT_VERSION, __version__
-from hubpad.formats.safetensors import TensorInfo
+from hubpad.formats.safetensors import TensorInfo, encode_header
 from hubpad.plan.adapters.base import Adapter
 from hubpad.plan.quant import QuantConfig
 from hubpad.source.base import FileEntry, Source
@@ -34,7 +36,7 @@ class PadOp:
 COPY_OP = PadOp("copy")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen, for speed: see TensorInfo
 class TensorPlan:
     """One output tensor: where it comes from and how its bytes are made."""
 
@@ -57,28 +59,40 @@ class ShardPlan:
     name: str
     tensors: list[TensorPlan]
     metadata: dict[str, str]
-    header: bytes = b""
+    header_len: int = 0  # len(header), set when the shard is cut
+
+    @property
+    def header(self) -> bytes:
+        """The safetensors header (length prefix, JSON, padding), encoded when asked: a real plan's headers are
+        as large as the upstream ones (24 MB for Hy3), and a mirror needs one shard's at a time."""
+        return encode_header(list(map(_HEADER_ENTRY, self.tensors)), self.metadata)
 
     @property
     def size(self) -> int:
-        return len(self.header) + sum(t.nbytes for t in self.tensors)
+        return self.header_len + sum(map(_NBYTES, self.tensors))
 
     def source_ranges(self) -> dict[str, list[list[int]]]:
-        """Per upstream file, the coalesced byte ranges this shard is built from."""
+        """Per upstream file, the coalesced byte ranges this shard is built from.
+
+        Runs of tensors that follow each other in one file are found in C (a real shard has ~37k tensors and a
+        handful of runs); each run then joins its file's last range when it starts where that one ends.
+        """
         out: dict[str, list[list[int]]] = OrderedDict()
-        file, ranges, last = None, [], None  # the current file's list and its last range (a hot loop)
-        for t in self.tensors:
-            src = t.src
-            if src.file != file:
-                file = src.file
-                ranges = out.setdefault(file, [])
-                last = ranges[-1] if ranges else None
-            if last is not None and last[1] == src.start:
-                last[1] = src.end
+        srcs = list(map(_SRC, self.tensors))
+        files, starts, ends = list(map(_FILE, srcs)), list(map(_START, srcs)), list(map(_END, srcs))
+        n = len(srcs)
+        cuts = [0, *compress(range(1, n), map(or_, map(ne, files, files[1:]), map(ne, ends, starts[1:]))), n]
+        for a, b in zip(cuts, cuts[1:]) if n else ():
+            ranges = out.setdefault(files[a], [])
+            if ranges and ranges[-1][1] == starts[a]:
+                ranges[-1][1] = ends[b - 1]
             else:
-                last = [src.start, src.end]
-                ranges.append(last)
+                ranges.append([starts[a], ends[b - 1]])
         return out
+
+
+_HEADER_ENTRY = attrgetter("name", "dtype", "shape", "nbytes")
+_NBYTES, _SRC, _FILE, _START, _END = (attrgetter(a) for a in ("nbytes", "src", "file", "start", "end"))
 
 
 @dataclass

@@ -93,7 +93,7 @@ class _Modules:
     params: dict[str, dict[str, TensorInfo]] = field(default_factory=OrderedDict)
     plain: dict[str, TensorInfo] = field(default_factory=dict)  # tensors that are not `<module>.<suffix>`
     roles: dict[str, Role] = field(default_factory=dict)
-    layouts: dict[str, LinearLayout] = field(default_factory=dict)
+    layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
 
     def distinct(self) -> list[tuple[str, Role, LinearLayout]]:
@@ -252,6 +252,7 @@ def _upstream_order(tensors: list[TensorPlan], weight_names: list[str]) -> list[
 
 
 _BY_FILE_AND_START = attrgetter("src.file", "src.start")
+_DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
 
 
 def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig, head_dim: int) -> _Modules:
@@ -262,9 +263,10 @@ def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig
     """
     m = _Modules()
     params = m.params
+    surely_linear = frozenset(s for s in _LINEAR_SUFFIXES if adapter.never_copy_param(s))  # most names: one lookup
     for name, t in infos.items():
         module, _, suffix = name.rpartition(".")  # `<module>.<suffix>` of a linear layer?
-        if module and suffix in _LINEAR_SUFFIXES and not adapter.is_copy_param(name):
+        if module and (suffix in surely_linear or suffix in _LINEAR_SUFFIXES and not adapter.is_copy_param(name)):
             group = params.get(module)
             if group is None:
                 group = params[module] = {}
@@ -282,7 +284,7 @@ def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig
         if role.kind != "copy":
             # The layout follows from the parameters' names, dtypes and shapes (and the config): identical
             # expert modules share one, detected (with every check) on the first of them.
-            sig = tuple((suffix, p.dtype, p.shape) for suffix, p in params.items())
+            sig = tuple(zip(params, map(_DTYPE, params.values()), map(_SHAPE, params.values())))
             if sig not in layout_of:
                 layout_of[sig] = detect_layout(module, params, quant)
             m.layouts[module] = layout_of[sig]
@@ -380,21 +382,22 @@ def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict
     of identical expert tensors share one (computed, with every check, for the first of them).
     """
     plans: list[TensorPlan] = []
-    recipes: dict[tuple, tuple[PadOp, tuple, int | None]] = {}  # -> (op, shape, nbytes; None: the source's)
+    # A layout is shared by the modules whose parameters have the same names, dtypes and shapes (in order), so a
+    # (layout, role) pair fixes every parameter's recipe: (op, shape, nbytes; None: the source's), in order.
+    recipes: dict[tuple[int, int], list[tuple[PadOp, tuple, int | None]]] = {}
     for module, params in m.params.items():
         role = m.roles[module]
         if role.kind == "copy":
             plans.extend(TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in params.values())
             continue
         lay = m.layouts[module]
-        out2, in2 = padded_features(role, lay, hs, h2, kv2, new_inter)
-        for suffix, t in params.items():
-            key = (id(lay), id(role), suffix, t.dtype, t.shape, out2, in2)  # layouts are shared objects
-            recipe = recipes.get(key)
-            if recipe is None:
-                recipe = recipes[key] = _recipe(t, suffix, lay, out2, in2, role)
-            op, shape, nbytes = recipe
-            plans.append(TensorPlan(t.name, t.dtype, shape, t, op, t.end - t.start if nbytes is None else nbytes))
+        kind = (id(lay), id(role))  # layouts and roles are shared objects
+        recipe = recipes.get(kind)
+        if recipe is None:
+            out2, in2 = padded_features(role, lay, hs, h2, kv2, new_inter)
+            recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role) for suffix, t in params.items()]
+        plans.extend(TensorPlan(t.name, t.dtype, shape, t, op, t.end - t.start if nbytes is None else nbytes)
+                     for t, (op, shape, nbytes) in zip(params.values(), recipe))
     plans.extend(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)) if t.name in m.head_vectors
                  else TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in m.plain.values())
     return plans

@@ -2,32 +2,39 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from itertools import accumulate
 from operator import attrgetter
 
-from hubpad.formats.safetensors import encode_header
 from hubpad.plan.model import Plan, ShardPlan, TensorPlan
-
-
-_HEADER_ENTRY = attrgetter("name", "dtype", "shape", "nbytes")
 
 
 def cut_shards(tensors: list[TensorPlan], shard_size: int, metadata: dict[str, str]) -> list[ShardPlan]:
     """Cut output shards at `shard_size` (a larger tensor gets a shard of its own), keeping upstream order."""
-    groups: list[list[TensorPlan]] = [[]]
-    size = 0
-    for t in tensors:
-        if groups[-1] and size + t.nbytes > shard_size:
-            groups.append([])
-            size = 0
-        groups[-1].append(t)
-        size += t.nbytes
+    groups = [tensors[i:j] for i, j in _cuts(list(map(_NBYTES, tensors)), shard_size)] or [[]]
     n = len(groups)
     shards = []
     for i, group in enumerate(groups, 1):
         shard = ShardPlan(f"model-{i:05d}-of-{n:05d}.safetensors", group, metadata)
-        shard.header = encode_header(list(map(_HEADER_ENTRY, group)), metadata)
+        shard.header_len = len(shard.header)  # encoded once to measure, then dropped (see ShardPlan.header)
         shards.append(shard)
     return shards
+
+
+def _cuts(sizes: list[int], shard_size: int) -> list[tuple[int, int]]:
+    """[i, j) of each shard: a shard takes tensors while their total stays within `shard_size`, and at least one.
+    Found by bisection on the running totals (Hy3: 185k tensors, 36 shards)."""
+    totals = list(accumulate(sizes))
+    cuts, i = [], 0
+    while i < len(sizes):
+        base = totals[i - 1] if i else 0
+        j = max(i + 1, bisect_right(totals, base + shard_size, i))
+        cuts.append((i, j))
+        i = j
+    return cuts
+
+
+_NBYTES = attrgetter("nbytes")
 
 
 def split_parts(plan: Plan, k: int) -> list[dict]:

@@ -126,6 +126,12 @@ class Adapter:
             return self._any_copy_param.search(name) is not None
         return any(p.search(name) for p in self._copy_params)
 
+    def never_copy_param(self, suffix: str) -> bool:
+        """True when no name ending in `.<suffix>` can be a copy param (the tail prefilter of `is_copy_param`), so
+        a planner can settle every such name at once."""
+        tails = self._copy_param_tails
+        return tails is not None and suffix not in tails and not suffix.endswith("\n") and "." not in suffix
+
     def is_head_vector(self, name: str) -> bool:
         return any(p.search(name) for p in self._head_vectors)
 
