@@ -146,9 +146,9 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
             n, a = per * hs.widths[key], aligns.of(key)
             row(hs.labels[key], count * hs.widths[key], n, n % a == 0, f"{n} % {a} == 0")
     for group, size in new_inter.items():
-        # A group with no layers (intermediate_size of an all-MoE Qwen2-MoE) has nothing to align, as in plan_for.
-        n_al, k_al = group_align.get(group, (1, 1))
-        a = math.lcm(n_al, k_al)
+        if group not in group_align:  # no layer has it (intermediate_size of an all-MoE model): nothing is sharded
+            continue
+        a = math.lcm(*group_align[group])
         per = size // tp if size % tp == 0 else None
         row(f"{group} intermediate", size, per, per is not None and per % a == 0, f"{size} / {tp} % {a} == 0")
     n_exp = config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")

@@ -26,7 +26,6 @@ from hubpad.plan.adapters import adapter_for, check_refused
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.dims import (
     EXPERT_TILE,
-    MLP_TILE,
     growth_tile,
     Aligns,
     choose_intermediate,
@@ -141,7 +140,8 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     inputs.adapter.check_tp(inputs.config, tp)
     h2, kv2, relabelled = choose_heads_and_label(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden,
                                                  inputs.adapter, inputs.config)
-    new_inter = {g: choose_intermediate(size, tp, *group_align.get(g, (1, 1)), tile=growth_tile(g))
+    # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
+    new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
     dims = _dims(shape, h2, kv2, new_inter)
     tensors = _tensor_plans(modules, shape.geometry, h2, kv2, new_inter)
@@ -467,5 +467,5 @@ def _stock_tp_values(shape: _Shape, aligns: Aligns, group_align: dict[str, tuple
     """TP sizes 1..8 the upstream already serves at without padding (the card says so)."""
     return [t for t in range(1, 9)
             if heads_shard_as_is(shape.heads, shape.kv, shape.geometry, t, aligns, shape.hidden, adapter)
-            and all(choose_intermediate(s, t, *group_align.get(g, (MLP_TILE, MLP_TILE))) == s
-                    for g, (_, s) in shape.inter.items())]
+            and all(choose_intermediate(s, t, *group_align[g]) == s for g, (_, s) in shape.inter.items()
+                    if g in group_align)]
