@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -106,6 +107,20 @@ def _tp_values(ctx, param, values: tuple[str, ...]) -> tuple[int | str, ...]:
 def plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard_size: int, parts: int | None,
          as_json: bool) -> None:
     """Show what padding SRC for TP=N changes, reading only config, index and headers (no N: which TPs work)."""
+    # The plan's ~10^6 objects live until the command ends and hold no reference cycles: the cyclic collector
+    # (paused while planning) would only scan them again, a tenth of the time on a real Hy3. It resumes after
+    # they are freed.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _show_plan(src, tps, revision, shard_size, parts, as_json)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _show_plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard_size: int, parts: int | None,
+               as_json: bool) -> None:
     sizes = [t for t in tps if t != "auto"]
     if len(tps) != 1 or "auto" in tps:
         if parts:

@@ -10,6 +10,7 @@ import json
 import math
 import reprlib
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
@@ -191,10 +192,15 @@ def encode_header(entries: list[tuple[str, str, tuple[int, ...], int]], metadata
     exactly `json.dumps(header, separators=(",", ":"))` of the header as a dict, written entry by entry
     (a real Hy3 plan encodes ~185k entries: each distinct (dtype, shape) is encoded once, the rest in C).
     """
-    if len({e[0] for e in entries} | {"__metadata__"}) != len(entries) + 1:
-        return _encode_header_dict(entries, metadata)  # repeated names collapse as in a dict: keep that meaning
+    return encode_header_columns(*(zip(*entries) if entries else ((),) * 4), metadata)
+
+
+def encode_header_columns(names: Sequence[str], dtypes: Sequence[str], shapes: Sequence[tuple[int, ...]],
+                          sizes: Sequence[int], metadata: dict[str, str] | None) -> bytes:
+    """`encode_header` of the entries zip(names, dtypes, shapes, sizes), given as columns (no tuple per entry)."""
+    if len(set(names) | {"__metadata__"}) != len(names) + 1:  # repeated names collapse as in a dict: keep that
+        return _encode_header_dict(list(zip(names, dtypes, shapes, sizes)), metadata)
     parts = [f'"__metadata__":{json.dumps(metadata, separators=(",", ":"))}'] if metadata else []
-    names, dtypes, shapes, sizes = zip(*entries) if entries else ((),) * 4
     kinds = list(zip(dtypes, shapes))
     middle = {kind: f':{{"dtype":{_json_str(kind[0])},"shape":{json.dumps(list(kind[1]), separators=(",", ":"))},'
                     f'"data_offsets":[' for kind in set(kinds)}

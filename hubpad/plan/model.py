@@ -9,7 +9,7 @@ from itertools import compress
 from operator import attrgetter, ne, or_
 
 from hubpad import FORMAT_VERSION, __version__
-from hubpad.formats.safetensors import TensorInfo, encode_header
+from hubpad.formats.safetensors import TensorInfo, encode_header_columns
 from hubpad.plan.adapters.base import Adapter
 from hubpad.plan.quant import QuantConfig
 from hubpad.source.base import FileEntry, Source
@@ -65,7 +65,8 @@ class ShardPlan:
     def header(self) -> bytes:
         """The safetensors header (length prefix, JSON, padding), encoded when asked: a real plan's headers are
         as large as the upstream ones (24 MB for Hy3), and a mirror needs one shard's at a time."""
-        return encode_header(list(map(_HEADER_ENTRY, self.tensors)), self.metadata)
+        columns = (list(map(attr, self.tensors)) for attr in (_NAME, _DTYPE, _SHAPE, _NBYTES))
+        return encode_header_columns(*columns, self.metadata)
 
     @property
     def size(self) -> int:
@@ -91,8 +92,8 @@ class ShardPlan:
         return out
 
 
-_HEADER_ENTRY = attrgetter("name", "dtype", "shape", "nbytes")
-_NBYTES, _SRC, _FILE, _START, _END = (attrgetter(a) for a in ("nbytes", "src", "file", "start", "end"))
+_NAME, _DTYPE, _SHAPE, _NBYTES, _SRC, _FILE, _START, _END = (
+    attrgetter(a) for a in ("name", "dtype", "shape", "nbytes", "src", "file", "start", "end"))
 
 
 @dataclass

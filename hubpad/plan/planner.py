@@ -246,12 +246,12 @@ _LINEAR_SUFFIXES = frozenset(LINEAR_SUFFIXES)
 def _upstream_order(tensors: list[TensorPlan], weight_names: list[str]) -> list[TensorPlan]:
     """Output tensors in upstream order: by file (in `weight_names` order), then offset; stable."""
     if weight_names == sorted(weight_names):  # the usual case: file order is name order, so no Python key
-        return sorted(tensors, key=_BY_FILE_AND_START)
+        return sorted(sorted(tensors, key=_BY_START), key=_BY_FILE)  # stable: by file, then offset
     file_order = {n: i for i, n in enumerate(weight_names)}
     return sorted(tensors, key=lambda p: (file_order[p.src.file], p.src.start))
 
 
-_BY_FILE_AND_START = attrgetter("src.file", "src.start")
+_BY_FILE, _BY_START = attrgetter("src.file"), attrgetter("src.start")
 _DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
 
 
