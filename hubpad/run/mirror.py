@@ -166,7 +166,8 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
         with hooks.group(f"{shard.name} ({human(shard.size)})"):
             path = publisher.shard_path(shard.name)
             progress = hooks.progress(shard.name, shard.size)
-            digest = build_shard(shard, inputs.reader, path, on_bytes=progress.update)
+            # A publisher that stages shards keeps them durably itself (the Hub): the local file is scratch, no fsync.
+            digest = build_shard(shard, inputs.reader, path, on_bytes=progress.update, durable=not publisher.stages)
             progress.close()
             inputs.finish(i)
         summary.bytes_written += shard.size

@@ -8,6 +8,7 @@ it, so nothing is published from bytes that were not checked against the file's 
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hubpad.errors import HubpadError, IntegrityError
+from hubpad.util.buffers import is_idle
+from hubpad.util.hash_queue import HashQueue
 
 CHUNK = 8 * 1024 * 1024
 
@@ -65,11 +68,10 @@ class Source(ABC):
 class _ChunkPool:
     """CHUNK-sized buffers for LocalSource.stream, reused instead of allocating 8 MB per chunk.
 
-    A buffer goes back into use only when nothing holds a view of it any more: a bytearray with live
-    memoryviews cannot be resized, which is the test (no bookkeeping to get wrong, whoever holds the views).
+    A buffer goes back into use only when nothing holds a view of it any more (util.buffers.is_idle).
     Allocating and freeing a chunk per read lets the C allocator's heap drift, and with it peak memory, with
     the length of the run; a fixed set of buffers, all allocated on first use, keeps it flat: `limit` covers
-    what the shard writer may queue (pad.ShardWriter.MAX_INFLIGHT) plus the chunks being read and padded.
+    what the shard writer may queue (writer.HashQueue.MAX_INFLIGHT) plus the chunks being read and padded.
     Past `limit` busy buffers, new ones are allocated and dropped (correct, just not pooled).
     """
 
@@ -78,27 +80,20 @@ class _ChunkPool:
         self._buffers: list[bytearray] = []
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _idle(buf: bytearray) -> bool:
-        try:
-            last = buf.pop()  # BufferError while any memoryview of it is alive; never reallocates
-        except BufferError:
-            return False
-        buf.append(last)
-        return True
-
     def get(self) -> memoryview:
         """A writable view of an idle buffer; the buffer stays taken while any view of it is alive."""
         with self._lock:
             if not self._buffers:
                 self._buffers = [bytearray(CHUNK) for _ in range(self.limit)]
             for buf in self._buffers:
-                if self._idle(buf):
+                if is_idle(buf):
                     return memoryview(buf)
             return memoryview(bytearray(CHUNK))
 
 
 CHUNK_POOL = _ChunkPool()
+# Every upstream byte is hashed here, off the thread that reads and pads (each file's bytes in order).
+INPUT_HASHING = HashQueue("hash-in")
 
 
 class VerifiedReader:
@@ -120,6 +115,8 @@ class VerifiedReader:
         self._stream: Iterator[bytes] | None = None
         self._stream_end = 0
         self._pending = memoryview(b"")
+        self._local = source.local_path(entry.path)
+        self._file = None  # opened on the first readinto() of a local file
 
     def set_window(self, end: int) -> None:
         """Limit the next request to [pos, end): the bytes the current output shard needs from this file."""
@@ -141,7 +138,7 @@ class VerifiedReader:
                 f"{self.source.label}/{self.entry.path}: stream ended at byte {self.pos}, expected {self._stream_end}"
             ) from None
         if self.hashing:
-            self._hash.update(chunk)
+            INPUT_HASHING.submit(self._hash.update, chunk)
         self.bytes_read += len(chunk)
         self._pending = memoryview(chunk)
         return self._pending
@@ -166,14 +163,55 @@ class VerifiedReader:
         """The bytes [start, start+n) as one bytes object (for column padding chunks)."""
         return b"".join(self.iter_range(start, n))
 
+    def readinto(self, start: int, dst: memoryview) -> None:
+        """Fill `dst` with the bytes [start, start+len(dst)), hashed in order like every other byte.
+
+        A local file is read straight into `dst` (the shard writer's staging buffer: one copy in all); other
+        sources copy their chunks in. `dst` must stay untouched until INPUT_HASHING has hashed it (the writer
+        reuses a staging buffer only once no view of it is left)."""
+        got = 0
+        if self._local is None or start < self.pos:
+            for piece in self.iter_range(start, len(dst)):
+                dst[got:got + len(piece)] = piece
+                got += len(piece)
+            return
+        for _ in self.iter_range(start, 0):  # the gap before `start`, read and hashed
+            pass
+        take = min(len(self._pending), len(dst))
+        if take:  # already read (and hashed) with the gap
+            dst[:take], self._pending = self._pending[:take], self._pending[take:]
+            self.pos += take
+        if take < len(dst):
+            self._read_local(dst[take:])
+
+    def _read_local(self, dst: memoryview) -> None:
+        if self._file is None:
+            self._file = open(self._local, "rb", buffering=0)
+        self._stream = None  # it stands behind the new position now
+        got = os.preadv(self._file.fileno(), [dst], self.pos)
+        while got < len(dst):
+            more = os.preadv(self._file.fileno(), [dst[got:]], self.pos + got)
+            if not more:
+                raise HubpadError(f"{self.source.label}/{self.entry.path}: file ended at byte {self.pos + got}, "
+                                  f"expected {self.pos + len(dst)}")
+            got += more
+        if self.hashing:
+            INPUT_HASHING.submit(self._hash.update, dst)
+        self.bytes_read += len(dst)
+        self.pos += len(dst)
+
     def finish(self) -> str | None:
         """Read what is left of the file, then check and return its sha256 (None when rewinding stopped hashing)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
         if not self.hashing:
             return None
         if self.pos < self.entry.size:
             self.window_end = self.entry.size
             for _ in self.iter_range(self.entry.size, 0):  # skipping to EOF reads and hashes the tail
                 pass
+        INPUT_HASHING.wait()
         digest = self._hash.hexdigest()
         if self.entry.sha256 and digest != self.entry.sha256:
             raise IntegrityError(

@@ -10,6 +10,8 @@ from hubpad.errors import HubpadError
 from hubpad.source.base import CHUNK, CHUNK_POOL, FileEntry, Source
 from hubpad.util.hashing import digest_of, file_sha256
 
+READ = 1024 * 1024
+
 
 class LocalSource(Source):
     """A checkpoint directory on local disk."""
@@ -39,19 +41,24 @@ class LocalSource(Source):
             return f.read(end - start)
 
     def stream(self, path: str, start: int, end: int) -> Iterator[memoryview]:
-        """Chunks are read into reused buffers (CHUNK_POOL): read-only views, valid as long as they are held."""
+        """Chunks are read into reused buffers (CHUNK_POOL): read-only views, valid as long as they are held.
+
+        Each CHUNK buffer is filled and handed out READ bytes at a time, so a piece is still in the CPU cache when
+        the reader hashes it (hashing 8 MiB read at once ran ~30 % slower, from memory)."""
         with open(self.root / path, "rb", buffering=0) as f:
             f.seek(start)
             pos = start
             while pos < end:
-                view = CHUNK_POOL.get()
-                got = f.readinto(view[:min(CHUNK, end - pos)])
-                if not got:
-                    raise HubpadError(f"{self.label}/{path}: file ended at byte {pos}, expected {end}")
-                pos += got
-                chunk = view.toreadonly()[:got]
+                view, fill = CHUNK_POOL.get(), 0
+                while fill < CHUNK and pos < end:
+                    got = f.readinto(view[fill:fill + min(READ, CHUNK - fill, end - pos)])
+                    if not got:
+                        raise HubpadError(f"{self.label}/{path}: file ended at byte {pos}, expected {end}")
+                    piece = view.toreadonly()[fill:fill + got]
+                    fill, pos = fill + got, pos + got
+                    yield piece
+                    del piece
                 del view
-                yield chunk
 
     def local_path(self, path: str) -> Path | None:
         return self.root / path

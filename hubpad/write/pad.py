@@ -2,7 +2,8 @@
 
 Row padding is a straight copy followed by fill rows. Column padding moves a few MiB of rows at a time
 into a buffer whose row tails already hold the fill, so each row costs one memcpy. Memory stays flat: the
-writer queues at most ShardWriter.MAX_INFLIGHT bytes of buffers, plus a reader chunk or two.
+writer stages a fixed number of buffers (or, hashing only, queues at most HashQueue.MAX_INFLIGHT bytes of
+them), plus a reader chunk or two.
 """
 
 from __future__ import annotations
@@ -43,12 +44,10 @@ def write_tensor(t: TensorPlan, reader: VerifiedReader, out: ShardWriter) -> Non
     """Stream one planned tensor from its source reader into the shard."""
     op, src = t.op, t.src
     if op.kind == "copy":
-        for piece in reader.iter_range(src.start, src.nbytes):
-            out.write(piece)
+        out.copy_from(reader, src.start, src.nbytes)
         return
     if op.kind == "append":
-        for piece in reader.iter_range(src.start, src.nbytes):
-            out.write(piece)
+        out.copy_from(reader, src.start, src.nbytes)
         out.write(op.data)
         return
     if op.kind == "replace":
@@ -61,8 +60,7 @@ def write_tensor(t: TensorPlan, reader: VerifiedReader, out: ShardWriter) -> Non
     pos = src.start
     for _ in range(op.batch):
         if op.new_row_bytes == op.row_bytes:
-            for piece in reader.iter_range(pos, block_in):
-                out.write(piece)
+            out.copy_from(reader, pos, block_in)
         else:
             _pad_columns(op, reader, pos, out)
         pos += block_in
@@ -95,16 +93,16 @@ def _pad_columns(op, reader: VerifiedReader, pos: int, out: ShardWriter) -> None
 
 
 def build_shard(shard: ShardPlan, readers: Callable[[str], VerifiedReader], path: Path | None,
-                on_bytes: Callable[[int], None] | None = None) -> str:
+                on_bytes: Callable[[int], None] | None = None, durable: bool = True) -> str:
     """Write one output shard to `path`; returns its sha256. `readers(file)` gives each source file's reader.
 
-    `path` None computes the sha256 only (nothing is written)."""
+    `path` None computes the sha256 only (nothing is written); `durable` False skips the fsync (scratch files)."""
     ends: dict[str, int] = {}
     for t in shard.tensors:
         ends[t.src.file] = max(ends.get(t.src.file, 0), t.src.end)
     for file, end in ends.items():
         readers(file).set_window(end)
-    out = ShardWriter(path, on_bytes)
+    out = ShardWriter(path, on_bytes, durable)
     try:
         out.write(shard.header)
         for t in shard.tensors:

@@ -1,108 +1,77 @@
-"""Write one output safetensors shard while hashing it, on a writer thread, with bounded memory."""
+"""Write one output safetensors shard while hashing it, off the padding thread, with bounded memory."""
 
 from __future__ import annotations
 
 import hashlib
-import os
-import queue
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from hubpad.errors import HubpadError
+from hubpad.source.base import VerifiedReader
+from hubpad.util.hash_queue import HashQueue
+from hubpad.write.sink import PIECE, FileSink
 
 
 class ShardWriter:
-    """Writes one file and hashes it on a background thread, so padding and hashing overlap on two cores.
+    """One output shard, fed in file order by the padding thread; its sha256 at close.
 
-    Data is queued by reference, never copied. What the queue keeps alive is bounded by bytes, not by items:
-    a queued slice keeps its whole buffer (a reader chunk, a fill block) alive, so each distinct buffer is
-    counted once, whole, and the producer waits while more than MAX_INFLIGHT bytes of them are queued. Peak
-    memory is then the same for a 0.5 GB shard and a 50 GB one, whatever the tensor sizes.
+    To a file, bytes go through a FileSink (staging buffers, hashed and written on its own threads); upstream
+    ranges that are copied unchanged are read straight into its staging. With no file (`path` None: checking a
+    shard against bytes already somewhere else), a HashQueue hashes what it is given on a thread, by reference.
     """
 
-    MAX_INFLIGHT = 48 * 1024 * 1024
-
-    def __init__(self, path: Path | None, on_bytes: Callable[[int], None] | None = None) -> None:
-        """`path` None: hash only, write nothing (checking a shard against bytes already somewhere else)."""
+    def __init__(self, path: Path | None, on_bytes: Callable[[int], None] | None = None, durable: bool = True) -> None:
+        """`durable` False: no fsync (a scratch file that is uploaded, then deleted)."""
         self.path = path
         self.size = 0
         self._hash = hashlib.sha256()
-        self._queue: queue.Queue = queue.Queue()
-        self._error: BaseException | None = None
-        self._file = open(path, "wb", buffering=0) if path is not None else None
         self._on_bytes = on_bytes
-        self._cond = threading.Condition()
-        self._live: dict[int, list] = {}  # id(buffer) -> [queued slices, bytes, the buffer (keeps its id unique)]
-        self._inflight = 0
-        name = path.name if path is not None else "hash-only"
-        self._thread = threading.Thread(target=self._drain, name=f"write-{name}", daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            key, view = item
-            if self._error is None:
-                try:
-                    self._hash.update(view)
-                    while self._file is not None and len(view):
-                        written = self._file.write(view)
-                        view = view[written:]
-                except BaseException as exc:  # surfaced to the producer on the next write/close
-                    self._error = exc
-            del view, item
-            with self._cond:
-                entry = self._live[key]
-                entry[0] -= 1
-                if not entry[0]:
-                    del self._live[key]
-                    self._inflight -= entry[1]
-                    self._cond.notify()
+        self._sink = FileSink(path, durable, self._hash.update) if path is not None else None
+        self._queue = HashQueue("hash-only") if path is None else None
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        if self._error is not None:
-            raise HubpadError(f"{self.path}: write failed: {self._error}")
+        self._check()
         view = memoryview(data)
-        if not len(view):
+        if self._sink is not None:
+            self._sink.write(view)
+        else:
+            self._queue.submit(self._hash.update, view)
+        self._count(len(view))
+
+    def copy_from(self, reader: VerifiedReader, start: int, n: int) -> None:
+        """The upstream bytes [start, start+n) of `reader`'s file, unchanged: read into staging, no copy between."""
+        if self._sink is None:
+            for piece in reader.iter_range(start, n):
+                self.write(piece)
             return
-        owner = view.obj
-        key = id(owner)
-        with self._cond:
-            entry = self._live.get(key)
-            if entry is None:
-                nbytes = memoryview(owner).nbytes
-                while self._inflight and self._inflight + nbytes > self.MAX_INFLIGHT and self._error is None:
-                    self._cond.wait()
-                entry = self._live[key] = [0, nbytes, owner]
-                self._inflight += nbytes
-            entry[0] += 1
-        self._queue.put((key, view))
-        self.size += len(view)
-        if self._on_bytes:
-            self._on_bytes(len(view))
+        end = start + n
+        while start < end:
+            self._check()
+            dst = self._sink.reserve(min(PIECE, end - start))
+            take = len(dst)
+            reader.readinto(start, dst)
+            del dst
+            self._sink.commit(take)
+            start += take
+            self._count(take)
 
     def close(self) -> str:
-        """Flush everything, fsync, and return the file's sha256."""
-        self._queue.put(None)
-        self._thread.join()
-        if self._file is not None:
-            try:
-                if self._error is None:
-                    os.fsync(self._file.fileno())
-            finally:
-                self._file.close()
-        if self._error is not None:
-            raise HubpadError(f"{self.path}: write failed: {self._error}")
+        """Write everything (fsync when durable) and return the file's sha256."""
+        try:
+            (self._sink or self._queue).close()
+        except Exception as exc:
+            raise HubpadError(f"{self.path}: write failed: {exc}") from None
         return self._hash.hexdigest()
 
     def abort(self) -> None:
-        self._error = self._error or HubpadError("aborted")
-        with self._cond:
-            self._cond.notify_all()
-        self._queue.put(None)
-        self._thread.join()
-        if self._file is not None:
-            self._file.close()
+        (self._sink or self._queue).abort()
+
+    def _check(self) -> None:
+        error = (self._sink or self._queue).error
+        if error is not None:
+            raise HubpadError(f"{self.path}: write failed: {error}")
+
+    def _count(self, n: int) -> None:
+        self.size += n
+        if self._on_bytes:
+            self._on_bytes(n)
