@@ -151,8 +151,8 @@ def _run_bg(*args, env=None):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_kill_9_after_first_staging_commit_then_resume(hub, upstream):
-    hub.set_throttle(up_bytes_per_s=4_000_000)  # ~1 s per shard upload: time to kill between stages
+def _kill_9_after_first_staging_commit(hub) -> list[str]:
+    """Start a mirror, kill -9 it once its first shard is staged; the staged shards (nothing is published)."""
     proc = _run_bg("mirror", UP, "--tp", "3", "--shard-size", SHARD)
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -164,6 +164,12 @@ def test_kill_9_after_first_staging_commit_then_resume(hub, upstream):
     proc.wait()
     staged = [p for p in hub.files(TARGET, "hubpad-staging") if p.endswith(".safetensors")]
     assert staged and len(_hubpad_commits(hub)) == 0
+    return staged
+
+
+def test_kill_9_after_first_staging_commit_then_resume(hub, upstream):
+    hub.set_throttle(up_bytes_per_s=4_000_000)  # ~1 s per shard upload: time to kill between stages
+    staged = _kill_9_after_first_staging_commit(hub)
     hub.set_throttle(None, None)
     hub.reset_log()
     summary = _mirror()

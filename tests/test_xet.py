@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from hubpad.render.paths import builtin_templates_dir
 from hubpad.source.hub_api import hub_errors
 from tests.emulator_fixtures import ALICE_TOKEN, release_xet_session, xet_client
 from tests.helpers import cli
-from tests.test_hub_mirror import SHARD, TARGET, UP, _hubpad_commits, _mirror, _run_bg, _shards
+from tests.test_hub_mirror import SHARD, TARGET, UP, _hubpad_commits, _kill_9_after_first_staging_commit, _mirror, _shards
 from tests.test_hub_mirror import upstream  # noqa: F401  (fixture)
 
 
@@ -233,17 +232,7 @@ def test_xet_kill_9_after_first_staging_commit_then_resume(hub, upstream):
     # Each staging commit is held 1 s: time to kill the run between two of them.
     hub.faults.delay(r"/commit/hubpad-staging$", 1.0, method="POST", times=None)
     release_xet_session()  # the subprocess must own hf_xet's local store (one process at a time)
-    proc = _run_bg("mirror", UP, "--tp", "3", "--shard-size", SHARD)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if hub.repo_exists(TARGET) and "hubpad-staging" in hub.branches(TARGET) and \
-                len(hub.commits(TARGET, "hubpad-staging")) >= 2:
-            break
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    staged = [p for p in hub.files(TARGET, "hubpad-staging") if p.endswith(".safetensors")]
-    assert staged and len(_hubpad_commits(hub)) == 0
+    staged = _kill_9_after_first_staging_commit(hub)
     assert hub.find_requests("GET", kind="xet-write-token") and not hub.find_requests(kind="lfs-upload")
     hub.faults.clear()
     hub.reset_log()
