@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-HUBPAD = [sys.executable, "-m", "hubpad"]
+HUBPAD = [sys.executable, "-m", "hubpad.app.cli"]
 
 # --------------------------------------------------------------------------------------------------------------
 # output

@@ -44,7 +44,7 @@ def _env(emu: HubEmulator, home: Path) -> dict:
 
 
 def _mirror_cmd() -> list[str]:
-    return [sys.executable, "-m", "hubpad", "mirror", UP, "--tp", "3", "--to", TARGET, "--shard-size", SHARD]
+    return [sys.executable, "-m", "hubpad.app.cli", "mirror", UP, "--tp", "3", "--to", TARGET, "--shard-size", SHARD]
 
 
 def _shards(emu: HubEmulator) -> dict[str, str]:
@@ -54,7 +54,7 @@ def _shards(emu: HubEmulator) -> dict[str, str]:
 def reference(src: Path, work: Path) -> dict[str, str]:
     """The fault-free result, from a local mirror (identical bytes to a Hub mirror)."""
     out = work / "reference"
-    subprocess.run([sys.executable, "-m", "hubpad", "mirror", str(src), "--tp", "3", "--to", str(out),
+    subprocess.run([sys.executable, "-m", "hubpad.app.cli", "mirror", str(src), "--tp", "3", "--to", str(out),
                     "--shard-size", SHARD], check=True, capture_output=True, cwd=ROOT)
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.glob("*.safetensors")}
 

@@ -20,8 +20,8 @@ def cli(*args: str, env: dict | None = None):
 
 
 def cli_subprocess(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run `python -m hubpad ARGS` as a separate process (for exit codes, tracebacks, kill -9)."""
+    """Run `python -m hubpad.app.cli ARGS` as a separate process (for exit codes, tracebacks, kill -9)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "hubpad", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hubpad.app.cli", *map(str, args)], capture_output=True, text=True,
                           env=full_env, timeout=timeout, cwd=ROOT)

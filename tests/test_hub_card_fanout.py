@@ -51,7 +51,7 @@ def test_card_refresh_commits_only_card_files_and_nothing_when_unchanged(hub, up
 
 
 def _part(i, k):
-    return subprocess.Popen([sys.executable, "-m", "hubpad", "mirror", UP, "--tp", "3", "--to", TARGET,
+    return subprocess.Popen([sys.executable, "-m", "hubpad.app.cli", "mirror", UP, "--tp", "3", "--to", TARGET,
                              "--shard-size", SHARD, "--part", f"{i}/{k}"], cwd=ROOT, env=dict(os.environ),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

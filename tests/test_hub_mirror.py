@@ -147,7 +147,7 @@ def test_upstream_change_rebuilds_only_affected_shards(hub, upstream):
 def _run_bg(*args, env=None):
     full = dict(os.environ)
     full.update(env or {})
-    return subprocess.Popen([sys.executable, "-m", "hubpad", *map(str, args)], cwd=ROOT, env=full,
+    return subprocess.Popen([sys.executable, "-m", "hubpad.app.cli", *map(str, args)], cwd=ROOT, env=full,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
