@@ -5,7 +5,7 @@ of the output shards' sizes (one commit, huggingface_hub's LFS path), (3) `hubpa
 --max-disk 2xSHARD --workdir W` as a subprocess, with its workdir polled every 20 ms for the real peak disk.
 
 Bars: bytes read from upstream <= 1.01 x the upstream shard bytes; end-to-end time (the whole hubpad process,
-interpreter start and publish commit included) <= 1.3 x max(download time, upload time) when --max-disk allows
+interpreter start and publish commit included) <= 1.1 x max(download time, upload time) (issue 13) when --max-disk allows
 pipelining; peak disk <= 2 x the output shard size.
 
     python bench/hub_mirror.py [--dir DIR] [--rate 50e6] [--shard-size 64MB] [--serial]
@@ -158,8 +158,8 @@ def main() -> None:
         finish([
             (f"upstream bytes read {p['served']} <= 1.01 x {up_bytes} ({p['served'] / up_bytes:.4f} x)",
              p["served"] <= 1.01 * up_bytes),
-            (f"end-to-end {p['seconds']:.1f}s <= 1.3 x max(download {t_down:.1f}s, upload {t_up:.1f}s) "
-             f"({p['seconds'] / base:.2f} x)", p["seconds"] <= 1.3 * base),
+            (f"end-to-end {p['seconds']:.1f}s <= 1.1 x max(download {t_down:.1f}s, upload {t_up:.1f}s) "
+             f"({p['seconds'] / base:.2f} x)", p["seconds"] <= 1.1 * base),
             (f"peak disk {mb(p['peak'])} <= 2 x shard size {mb(p['biggest'])} (hubpad reports {mb(p['peak_reported'])})",
              p["peak"] <= 2 * p["biggest"]),
         ])
