@@ -17,7 +17,22 @@ class UpstreamRecord(TypedDict, total=False):
     revision: str | None  # what the user asked for
     commit: str | None  # the resolved commit sha (None for a local upstream)
     digest: str  # local upstreams: digest_of() over every file's sha256
-    files: dict[str, dict[str, Any]]  # path -> {size, sha256}
+    files: dict[str, "UpstreamFile"]
+
+
+class BlockHashesRecord(TypedDict):
+    """Per-block sha256s of an upstream weight file, recorded whenever hubpad read it in full (util/block_hashes)."""
+
+    size: int  # block size in bytes (64 MiB by default); block k is bytes [k*size, (k+1)*size), the last shorter
+    sha256: list[str]  # one hex digest per block, in file order
+
+
+class UpstreamFile(TypedDict, total=False):
+    size: int
+    sha256: str | None
+    # Weight files of a Hub upstream only. A later run whose upstream file has the same sha256 reads just the blocks its rebuilt
+    # shards need and checks each against this (source/blocks.BlockReader); absent: the file is read in full.
+    blocks: BlockHashesRecord
 
 
 class DimRecord(TypedDict):

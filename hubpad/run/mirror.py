@@ -22,6 +22,8 @@ from hubpad.plan.model import Plan, ShardPlan
 from hubpad.publish.base import Publisher, Summary
 from hubpad.run.derivative import derivative_files
 from hubpad.source.base import VerifiedReader
+from hubpad.source.blocks import BlockReader
+from hubpad.util.block_hashes import usable_record
 from hubpad.util.hashing import bytes_sha256, digest_of, file_sha256
 from hubpad.util.log import log
 from hubpad.util.sizes import human
@@ -53,20 +55,37 @@ class RunHooks:
 
 @dataclass
 class _Inputs:
-    """Upstream files being read forward and hashed, and the sha256 of those read to the end."""
+    """Upstream files being read and checked, the sha256 of those checked, and their per-block hashes.
+
+    A file with a usable block record (`records`: same sha256 as when an earlier run read it in full) is read
+    only in the blocks the built shards need (BlockReader); any other file is read in full (VerifiedReader).
+    """
 
     plan: Plan
     summary: Summary
+    records: dict[str, dict] = field(default_factory=dict)
     readers: dict[str, VerifiedReader] = field(default_factory=dict)
     verified: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.last_use = {t.src.file: i for i, s in enumerate(self.plan.shards) for t in s.tensors}
+        self.blocks = dict(self.records)  # files read partially (or not at all) keep their record
 
     def reader(self, file: str) -> VerifiedReader:
         if file not in self.readers:
-            self.readers[file] = VerifiedReader(self.plan.source, self.plan.files[file])
+            entry, record = self.plan.files[file], self.records.get(file)
+            # A local upstream is hashed in full before any incremental run (_upstream_hashes): block records
+            # would never save it a read, so only remote upstreams pay for them.
+            self.readers[file] = (BlockReader(self.plan.source, entry, record) if record
+                                  else VerifiedReader(self.plan.source, entry, blocks=self.plan.source.kind != "local"))
         return self.readers[file]
+
+    def want(self, shard: ShardPlan) -> None:
+        """Name the ranges `shard` is about to be built from (a BlockReader reads only their blocks)."""
+        for file, ranges in shard.source_ranges().items():
+            reader = self.reader(file)
+            if isinstance(reader, BlockReader):
+                reader.want(ranges)
 
     def finish(self, upto_shard: int | None) -> None:
         """Read to the end (and check) every file no shard after `upto_shard` needs (None: all of them)."""
@@ -74,6 +93,8 @@ class _Inputs:
             if file not in self.verified and (upto_shard is None or self.last_use[file] <= upto_shard):
                 self.verified[file] = r.finish()
                 self.summary.bytes_read += r.bytes_read
+                if not isinstance(r, BlockReader) and r.block_record():
+                    self.blocks[file] = r.block_record()
 
     def restart(self, shard: ShardPlan) -> None:
         """Fresh readers for a shard's files: its ranges are read again from the start."""
@@ -99,15 +120,14 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     if is_fresh(existing, plan.tp, plan.source.commit, plan.source.label, [s.name for s in plan.shards]):
         return _settle_up_to_date(plan, publisher, existing)
     upstream_sha = _upstream_hashes(plan, publisher, existing)
-    inputs = _Inputs(plan, summary)
+    inputs = _Inputs(plan, summary, _block_records(plan, existing, upstream_sha))
     try:
         entries = _build_or_reuse_shards(plan, publisher, inputs, upstream_sha, only, publish_only, hooks)
         inputs.finish(None)
         if only is not None:
             return _finish_part(publisher, entries, summary, started)
         _record_verified_inputs(plan, entries, inputs.verified, upstream_sha)
-        manifest = _write_generated_files(plan, publisher, entries, inputs.verified, templates_dir,
-                                          serving_overrides)
+        manifest = _write_generated_files(plan, publisher, entries, inputs, templates_dir, serving_overrides)
         publisher.publish(manifest)
     except BaseException:
         publisher.abort()
@@ -149,6 +169,13 @@ def _upstream_hashes(plan: Plan, publisher: Publisher, existing: dict | None) ->
     return {f: plan.files[f].sha256 for f in plan.weight_files}
 
 
+def _block_records(plan: Plan, existing: dict | None, upstream_sha: dict) -> dict[str, dict]:
+    """The existing manifest's per-block hashes of each upstream weight file whose sha256 is unchanged."""
+    old = ((existing or {}).get("upstream") or {}).get("files") or {}
+    records = {f: usable_record(old.get(f), upstream_sha.get(f)) for f in plan.weight_files}
+    return {f: r for f, r in records.items() if r}
+
+
 def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, upstream_sha: dict,
                            only: set[str] | None, publish_only: bool, hooks: RunHooks) -> list[dict]:
     """Each output shard in order: kept when the target already has it with the same inputs, else built."""
@@ -166,6 +193,7 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
         with hooks.group(f"{shard.name} ({human(shard.size)})"):
             path = publisher.shard_path(shard.name)
             progress = hooks.progress(shard.name, shard.size)
+            inputs.want(shard)
             # A publisher that stages shards keeps them durably itself (the Hub): the local file is scratch, no fsync.
             digest = build_shard(shard, inputs.reader, path, on_bytes=progress.update, durable=not publisher.stages)
             progress.close()
@@ -192,6 +220,7 @@ def _reusable(shard: ShardPlan, publisher: Publisher, inputs: _Inputs, upstream_
         # Staged by a run that stopped before it had hashed all of this shard's inputs: the bytes it was
         # built from were never checked (a corrupted download is caught only by the file's hash). Rebuild
         # it from inputs read and hashed now, hash only, and keep the staged copy only if it is identical.
+        inputs.want(shard)
         if build_shard(shard, inputs.reader, None) != found.get("sha256"):
             log(f"warning: staged {shard.name} does not match its upstream bytes (an earlier run read "
                 f"corrupted bytes?); building it again")
@@ -222,10 +251,10 @@ def _record_verified_inputs(plan: Plan, entries: list[dict], verified: dict[str,
             src["sha256"] = full.get(src["file"])
 
 
-def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict], verified: dict[str, str],
+def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict], inputs: _Inputs,
                            templates_dir: Path | None, serving_overrides: dict | None) -> dict:
     """Copy the other upstream files, then write config, index, card, recipe, patch and hubpad.json."""
-    upstream_files = _upstream_file_records(plan, publisher, verified)
+    upstream_files = _upstream_file_records(plan, publisher, inputs.verified, inputs.blocks)
     generated = ["config.json", INDEX, MANIFEST]
     manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated,
                               _serving(plan, serving_overrides))
@@ -243,11 +272,14 @@ def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict]
     return manifest
 
 
-def _upstream_file_records(plan: Plan, publisher: Publisher, verified: dict[str, str]) -> dict[str, dict]:
-    """{path: {size, sha256}} of every upstream file the derivative is built from or carries."""
+def _upstream_file_records(plan: Plan, publisher: Publisher, verified: dict[str, str],
+                           blocks: dict[str, dict]) -> dict[str, dict]:
+    """{path: {size, sha256, blocks?}} of every upstream file the derivative is built from or carries."""
     files, records = plan.files, {}
     for f in plan.weight_files:
         records[f] = {"size": files[f].size, "sha256": verified.get(f, files[f].sha256)}
+        if f in blocks:
+            records[f]["blocks"] = blocks[f]
     for path in plan.copied_files:
         records[path] = publisher.copy_file(plan.source, path)
     for path in ("config.json", INDEX, "README.md"):

@@ -2,7 +2,9 @@
 
 A source only lists files, reads small byte ranges (config, headers) and streams byte windows. Every file
 whose tensor bytes are used is read front to back exactly once by a `VerifiedReader`, which hashes all of
-it, so nothing is published from bytes that were not checked against the file's sha256.
+it (and each of its blocks, for `hubpad.json`), so nothing is published from bytes that were not checked
+against the file's sha256; or, on an incremental run, only the blocks it needs by a `blocks.BlockReader`,
+which checks each against the block hashes recorded by an earlier full read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hubpad.errors import HubpadError, IntegrityError
+from hubpad.util.block_hashes import BlockHashes, block_size
 from hubpad.util.buffers import is_idle
 from hubpad.util.hash_queue import HashQueue
 
@@ -101,17 +104,20 @@ class VerifiedReader:
 
     Callers ask for increasing byte ranges; bytes between them (the header, gaps) are read and hashed
     too. `window_end` tells a remote source how far one request may reach (one GET per output shard).
-    With `rewind=True` (verifying a layout hubpad did not write) a range behind the position reopens the
-    stream there; the file is then no longer hashed and `finish()` returns None.
+    With `blocks=True` it also records per-block sha256s (`block_record()`). With `rewind=True` (verifying a
+    layout hubpad did not write) a range behind the position reopens the stream there; the file is then no
+    longer hashed and `finish()` returns None.
     """
 
-    def __init__(self, source: Source, entry: FileEntry, rewind: bool = False) -> None:
+    def __init__(self, source: Source, entry: FileEntry, rewind: bool = False, blocks: bool = False) -> None:
         self.source, self.entry, self.rewind = source, entry, rewind
         self.hashing = True
         self.pos = 0
         self.window_end = entry.size
         self.bytes_read = 0
         self._hash = hashlib.sha256()
+        # blocks: also record per-block sha256s (hubpad.json), so a later run can read this file partially
+        self._blocks = BlockHashes(block_size(), entry.size, INPUT_HASHING, file_hash=self._hash) if blocks else None
         self._stream: Iterator[bytes] | None = None
         self._stream_end = 0
         self._pending = memoryview(b"")
@@ -126,7 +132,7 @@ class VerifiedReader:
         if len(self._pending):
             return self._pending
         if self._stream is None or self.pos >= self._stream_end:
-            end = max(self.window_end, need_until)
+            end = self._request_end(need_until)
             if self.pos >= end:
                 raise HubpadError(f"{self.source.label}/{self.entry.path}: read past the requested window")
             self._stream = iter(self.source.stream(self.entry.path, self.pos, end))
@@ -138,10 +144,21 @@ class VerifiedReader:
                 f"{self.source.label}/{self.entry.path}: stream ended at byte {self.pos}, expected {self._stream_end}"
             ) from None
         if self.hashing:
-            INPUT_HASHING.submit(self._hash.update, chunk)
+            self._feed(memoryview(chunk))
         self.bytes_read += len(chunk)
         self._pending = memoryview(chunk)
         return self._pending
+
+    def _feed(self, view: memoryview) -> None:
+        """Queue the bytes at `pos` for hashing (on the shared thread, in order)."""
+        if self._blocks is not None:
+            self._blocks.feed(self.pos, view)
+        else:
+            INPUT_HASHING.submit(self._hash.update, view)
+
+    def _request_end(self, need_until: int) -> int:
+        """Where a new request from `pos` ends: the current window (one GET per output shard)."""
+        return max(self.window_end, need_until)
 
     def iter_range(self, start: int, n: int) -> Iterator[memoryview]:
         """Yield the bytes [start, start+n) in pieces; skipping forward reads (and hashes) the gap."""
@@ -196,15 +213,13 @@ class VerifiedReader:
                                   f"expected {self.pos + len(dst)}")
             got += more
         if self.hashing:
-            INPUT_HASHING.submit(self._hash.update, dst)
+            self._feed(dst)
         self.bytes_read += len(dst)
         self.pos += len(dst)
 
     def finish(self) -> str | None:
         """Read what is left of the file, then check and return its sha256 (None when rewinding stopped hashing)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._close()
         if not self.hashing:
             return None
         if self.pos < self.entry.size:
@@ -219,3 +234,12 @@ class VerifiedReader:
                 f"got {digest[:12]}…); nothing built from it is published"
             )
         return digest
+
+    def block_record(self) -> dict | None:
+        """The per-block sha256s of the file (after finish() read and checked all of it), for hubpad.json."""
+        return self._blocks.record() if self.hashing and self._blocks is not None else None
+
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
