@@ -10,18 +10,8 @@ import pytest
 
 from hubpad.testing import write_checkpoint
 from tests.helpers import cli
+from tests.real_models import LLAMA33_70B
 
-# meta-llama/Llama-3.3-70B-Instruct config.json (its public values; no head_dim: 8192 / 64 = 128)
-LLAMA33_70B = {
-    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 128000,
-    "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu", "hidden_size": 8192, "initializer_range": 0.02,
-    "intermediate_size": 28672, "max_position_embeddings": 131072, "mlp_bias": False, "model_type": "llama",
-    "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8, "pretraining_tp": 1,
-    "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                                            "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-    "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.47.0.dev0",
-    "use_cache": True, "vocab_size": 128256,
-}
 PROJ = {"self_attn.q_proj": (8192, 8192), "self_attn.k_proj": (1024, 8192), "self_attn.v_proj": (1024, 8192),
         "self_attn.o_proj": (8192, 8192), "mlp.gate_proj": (28672, 8192), "mlp.up_proj": (28672, 8192),
         "mlp.down_proj": (8192, 28672)}  # (out N, in K)
