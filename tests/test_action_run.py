@@ -20,9 +20,12 @@ EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 
 @pytest.fixture(scope="module")
 def action_python(tmp_path_factory):
-    """Run the action's install step for real: pip install "$GITHUB_ACTION_PATH" into a fresh venv."""
+    """Run the action's install step for real: the runtime lock and "$GITHUB_ACTION_PATH" into a fresh, empty venv.
+
+    Empty as setup-python's is: a venv that saw the machine's site-packages would make the step's `pip check`
+    judge whatever else that Python holds."""
     venv = tmp_path_factory.mktemp("venv") / "v"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
     step = next(s for s in ACTION["runs"]["steps"] if "pip install" in s.get("run", ""))
     env = _step_env(step, {}, python)
