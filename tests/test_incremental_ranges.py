@@ -112,3 +112,13 @@ def test_manifest_without_block_records_falls_back_to_full_reads(hub, upstream, 
     _mirror()
     assert hub.bytes_served(UP, F1) >= (upstream / F1).stat().st_size  # no record: read and checked in full
     _check_records(_manifest(hub), upstream)  # both files were read in full: records again
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1000"])
+def test_bad_block_size_is_one_config_error(monkeypatch, value):
+    from hubpad.errors import ConfigError
+    from hubpad.util.block_hashes import block_size
+
+    monkeypatch.setenv("HUBPAD_BLOCK_SIZE", value)
+    with pytest.raises(ConfigError, match=r"HUBPAD_BLOCK_SIZE must be a byte count of at least 4096, got"):
+        block_size()

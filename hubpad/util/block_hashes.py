@@ -8,7 +8,7 @@ import hashlib
 import os
 from functools import partial
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError, HubpadError
 from hubpad.util.hash_queue import HashQueue
 
 DEFAULT_BLOCK_SIZE = 64 * 1024 * 1024
@@ -16,7 +16,16 @@ DEFAULT_BLOCK_SIZE = 64 * 1024 * 1024
 
 def block_size() -> int:
     """The block size new records use (HUBPAD_BLOCK_SIZE overrides it: tests and benches on small files)."""
-    return int(os.environ.get("HUBPAD_BLOCK_SIZE", DEFAULT_BLOCK_SIZE))
+    raw = os.environ.get("HUBPAD_BLOCK_SIZE")
+    if raw is None:
+        return DEFAULT_BLOCK_SIZE
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if size < 4096:
+        raise ConfigError(f"HUBPAD_BLOCK_SIZE must be a byte count of at least 4096, got {raw!r}")
+    return size
 
 
 def usable_record(record: dict | None, sha256: str | None) -> dict | None:
