@@ -66,6 +66,14 @@ def bench_dir(arg: str | None, name: str) -> tuple[Path, bool]:
     return Path(tempfile.mkdtemp(prefix=f"hubpad-bench-{name}-")), True
 
 
+def clean_up(work: Path, temp: bool, keep: bool, *scratch: Path) -> None:
+    """End of a bench: remove its scratch outputs, and the data folder when bench_dir made it (unless --keep)."""
+    for p in scratch:
+        shutil.rmtree(p, ignore_errors=True)
+    if temp and not keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # synthetic Hy3-shaped checkpoints (RedHatAI layout: FP8-block attention, NVFP4 MLP/experts, BF16 MTP layer)
 

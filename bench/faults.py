@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import HUBPAD, ROOT, Emulator, bench_dir, table, write_checkpoint  # noqa: E402
+from _common import HUBPAD, ROOT, Emulator, bench_dir, clean_up, table, write_checkpoint  # noqa: E402
 
 UP, TARGET, SHARD = "RedHatAI/Tiny-Hy3-faults", "alice/Tiny-Hy3-faults-TP3", "4MB"
 KINDS = ["drop", "503", "429", "ignore_range", "slow", "kill9", "push", "corrupt"]
@@ -374,8 +374,7 @@ def main() -> None:
         survived, _ = report(results, base)
         sys.exit(0 if survived == len(results) else 1)
     finally:
-        if temp and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(work, temp, args.keep)
 
 
 if __name__ == "__main__":

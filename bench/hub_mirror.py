@@ -22,10 +22,11 @@ import time
 from pathlib import Path
 
 from _common import (
-    Emulator,
     bench_dir,
     cached_checkpoint,
+    clean_up,
     dir_bytes,
+    Emulator,
     finish,
     hubpad,
     hy3_config,
@@ -165,8 +166,7 @@ def main() -> None:
         ])
     finally:
         emu.stop()
-        if temp and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(work, temp, args.keep)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,19 @@ import json
 import shutil
 from pathlib import Path
 
-from _common import ROOT, Emulator, bench_dir, cached_checkpoint, finish, hubpad, hy3_config, mb, shard_files, table
+from _common import (
+    ROOT,
+    Emulator,
+    bench_dir,
+    cached_checkpoint,
+    clean_up,
+    finish,
+    hubpad,
+    hy3_config,
+    mb,
+    shard_files,
+    table,
+)
 
 UP, TARGET, SHARD = "RedHatAI/Hy3-incr", "alice/Hy3-incr-TP3", "64MB"
 HEADER_WINDOW = 100_000  # hubpad reads at most this much of a file to find its header (when the header is small)
@@ -144,8 +156,7 @@ def main() -> None:
         finish(checks)
     finally:
         emu.stop()
-        if temp and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(work, temp, args.keep)
 
 
 if __name__ == "__main__":

@@ -17,15 +17,16 @@ import sys
 from pathlib import Path
 
 from _common import (
-    ROOT,
-    Run,
     bench_dir,
     cached_checkpoint,
+    clean_up,
     finish,
     gb,
     hubpad,
     hy3_config,
     mb,
+    ROOT,
+    Run,
     shard_files,
     table,
     warm,
@@ -107,10 +108,7 @@ def main() -> None:
         finish([(f"hubpad max RSS <= {args.limit_mb:.0f} MB: {mb(max(small, big))}", max(small, big) <= args.limit_mb * 1e6),
                 (f"flat: 4 GB run within 10% of the 0.5 GB run: {growth:+.1%}", abs(growth) <= 0.10)])
     finally:
-        for d in ("out-hubpad", "out-naive"):
-            shutil.rmtree(work / d, ignore_errors=True)
-        if temp and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(work, temp, args.keep, work / "out-hubpad", work / "out-naive")
 
 
 if __name__ == "__main__":

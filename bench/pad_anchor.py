@@ -22,7 +22,19 @@ import shutil
 import sys
 import time
 
-from _common import Run, bench_dir, cached_checkpoint, finish, gb, hubpad, hy3_config, shard_files, table, warm
+from _common import (
+    Run,
+    bench_dir,
+    cached_checkpoint,
+    clean_up,
+    finish,
+    gb,
+    hubpad,
+    hy3_config,
+    shard_files,
+    table,
+    warm,
+)
 
 
 def timed_shell(script: str) -> Run:
@@ -87,10 +99,7 @@ def main() -> None:
               f"CPU: hubpad / (cp + sync + openssl) = {best_cpu['hubpad'] / anchor_cpu:.2f}")
         finish([(f"hubpad <= {args.bar} x (cp + sync + openssl): {ratio:.2f}", ratio <= args.bar)])
     finally:
-        shutil.rmtree(cp_dst, ignore_errors=True)
-        shutil.rmtree(out, ignore_errors=True)
-        if temp and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(work, temp, args.keep, cp_dst, out)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,10 @@ both sources); max RSS of the redhat run within 10 % of the bf16 run (local).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
-from _common import Emulator, Run, bench_dir, cached_checkpoint, finish, hubpad, hy3_tensors, mb, table
+from _common import Emulator, Run, bench_dir, cached_checkpoint, clean_up, finish, hubpad, hy3_tensors, mb, table
 from plan_speed import header_bytes, seed_sparse
 
 REPO = "tencent/Hy3-real-plan"
@@ -132,8 +131,7 @@ def main() -> None:
         finish(checks)
     finally:
         emu.stop()
-        if temp and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(work, temp, args.keep)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import shutil
 import statistics
 import struct
 from pathlib import Path
 
-from _common import Emulator, bench_dir, cached_checkpoint, finish, hubpad, hy3_tensors, mb, table
+from _common import Emulator, bench_dir, cached_checkpoint, clean_up, finish, hubpad, hy3_tensors, mb, table
 
 REPO = "tencent/Hy3-synthetic"
 
@@ -121,8 +120,7 @@ def main() -> None:
         finish(checks)
     finally:
         emu.stop()
-        if temp and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        clean_up(work, temp, args.keep)
 
 
 if __name__ == "__main__":
