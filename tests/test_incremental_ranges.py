@@ -114,6 +114,26 @@ def test_manifest_without_block_records_falls_back_to_full_reads(hub, upstream, 
     _check_records(_manifest(hub), upstream)  # both files were read in full: records again
 
 
+def test_fanout_publish_records_the_block_hashes_its_parts_read(hub, upstream):
+    """The publish step reads no upstream file: the parts that did leave the block hashes in their staging
+    records, so the next incremental run after a fan-out reads only the blocks it needs too."""
+    for i in (1, 2):
+        r = cli("mirror", UP, "--tp", "3", "--to", TARGET, "--shard-size", SHARD, "--part", f"{i}/2")
+        assert r.exit_code == 0, r.output
+    r = cli("publish", UP, "--tp", "3", "--to", TARGET, "--shard-size", SHARD)
+    assert r.exit_code == 0, r.output
+    before = _manifest(hub)
+    _check_records(before, upstream)
+    _change_second_file(hub, upstream)
+    affected, blocks = _needed_blocks(before, F1, F2)
+    assert blocks
+    hub.reset_log()
+    assert set(_mirror()["shards_built"]) == affected
+    size1 = (upstream / F1).stat().st_size
+    needed = sum(min(BLOCK, size1 - k * BLOCK) for k in blocks)
+    assert needed <= hub.bytes_served(UP, F1) <= needed + HEADER_WINDOW
+
+
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "1000"])
 def test_bad_block_size_is_one_config_error(monkeypatch, value):
     from hubpad.errors import ConfigError

@@ -77,8 +77,13 @@ class Publisher(ABC):
     def settle_published(self) -> None:
         """The target is up to date: finish what a run that published, then stopped, left undone (Hub: tag)."""
 
-    def mark_verified(self, entries: list[dict]) -> None:
-        """Record that staged shards' inputs are now fully verified (Hub staging only)."""
+    def mark_verified(self, entries: list[dict], upstream_files: dict[str, dict] | None = None) -> None:
+        """Record that staged shards' inputs are now fully verified (Hub staging only), with the records
+        ({size, sha256, blocks}) of the upstream files this run read in full, for the publish step's hubpad.json."""
+
+    def staged_upstream_file(self, path: str, sha256: str | None) -> dict | None:
+        """The record of upstream file `path` with this sha256 that a staging run left (Hub staging only)."""
+        return None
 
     def target_info(self) -> dict:
         return {"repo": self.label, "kind": "local"}

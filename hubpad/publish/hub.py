@@ -77,6 +77,7 @@ class HubPublisher(Publisher):
         self.base_commit: str | None = None
         self.existing: dict | None = None
         self.staged: dict[str, dict] = {}
+        self.staged_files: dict[str, dict[str, dict]] = {}  # path -> sha256 -> record left by a part run
         self.files: dict[str, bytes] = {}
         self.copies: list = []  # uploads of a local upstream's untouched files
         self.upstream_copies: dict[str, FileEntry] = {}  # untouched files of a Hub upstream: copied server-side
@@ -163,7 +164,7 @@ class HubPublisher(Publisher):
         except e.HfHubHTTPError:
             with hub_errors(f"target {self.repo_id}: read {STAGING_BRANCH}"):
                 raise
-        staged = {}
+        staged, files = {}, {}
         for item in entries:
             if not item.path.endswith(".json"):
                 continue
@@ -173,7 +174,9 @@ class HubPublisher(Publisher):
                 continue
             if same_build(record, self.plan.tp):
                 staged[record["shard"]["name"]] = record["shard"]
-        self.staged = staged
+                for path, rec in (record.get("upstream_files") or {}).items():
+                    files.setdefault(path, {})[rec.get("sha256")] = rec
+        self.staged, self.staged_files = staged, files
 
     # ------------------------------------------------------------------------------------------ shards
 
@@ -209,9 +212,11 @@ class HubPublisher(Publisher):
             future, self._pending = self._pending, None
             future.result()
 
-    def _record(self, entry: dict) -> tuple[str, bytes]:
+    def _record(self, entry: dict, upstream_files: dict[str, dict] | None = None) -> tuple[str, bytes]:
         record = {"format_version": FORMAT_VERSION, "tp": self.plan.tp, "upstream": self.plan.source.label,
                   "upstream_commit": self.plan.source.commit, "shard": entry}
+        if upstream_files:
+            record["upstream_files"] = upstream_files
         return f"{STAGING_DIR}/{entry['name']}.json", dumps(record).encode()
 
     def _stage(self, entry: dict, path: Path) -> None:
@@ -247,21 +252,30 @@ class HubPublisher(Publisher):
             with hub_errors(f"target {self.repo_id}: delete {STAGING_BRANCH}"):
                 self.api.delete_branch(self.repo_id, branch=STAGING_BRANCH)
 
-    def mark_verified(self, entries: list[dict]) -> None:
-        """After a stage-only run: record that the staged shards' upstream files were fully hashed and matched."""
+    def mark_verified(self, entries: list[dict], upstream_files: dict[str, dict] | None = None) -> None:
+        """After a stage-only run: record that the staged shards' upstream files were fully hashed and matched,
+        and, in each built shard's record, the block hashes of its upstream files (the publish step's hubpad.json
+        needs them, and it reads no upstream file itself)."""
         from huggingface_hub import CommitOperationAdd
 
         self._wait_upload()
         ops = []
         for entry in entries:
-            if entry["name"] in self.built and not self.staged.get(entry["name"], {}).get("verified"):
-                ops.append(CommitOperationAdd(*self._record(entry)))
+            if entry["name"] not in self.built:
+                continue
+            read = upstream_files or {}
+            files = {s["file"]: read[s["file"]] for s in entry["sources"] if s["file"] in read}
+            if files or not self.staged.get(entry["name"], {}).get("verified"):
+                ops.append(CommitOperationAdd(*self._record(entry, files)))
         if ops:
             with hub_errors(f"target {self.repo_id}: stage records"):
                 self.api.create_commit(self.repo_id, ops, revision=STAGING_BRANCH,
                                        commit_message="hubpad: staged shards verified")
 
     # ------------------------------------------------------------------------------------------ files
+
+    def staged_upstream_file(self, path: str, sha256: str | None) -> dict | None:
+        return self.staged_files.get(path, {}).get(sha256) if sha256 else None
 
     def put_file(self, path: str, data: bytes) -> None:
         self.files[path] = data

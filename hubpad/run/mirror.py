@@ -120,12 +120,12 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     if is_fresh(existing, plan.tp, plan.source.commit, plan.source.label, [s.name for s in plan.shards]):
         return _settle_up_to_date(plan, publisher, existing)
     upstream_sha = _upstream_hashes(plan, publisher, existing)
-    inputs = _Inputs(plan, summary, _block_records(plan, existing, upstream_sha))
+    inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
     try:
         entries = _build_or_reuse_shards(plan, publisher, inputs, upstream_sha, only, publish_only, hooks)
         inputs.finish(None)
         if only is not None:
-            return _finish_part(publisher, entries, summary, started)
+            return _finish_part(publisher, entries, summary, started, _weight_file_records(plan, inputs))
         _record_verified_inputs(plan, entries, inputs.verified, upstream_sha)
         manifest = _write_generated_files(plan, publisher, entries, inputs, templates_dir, serving_overrides)
         publisher.publish(manifest)
@@ -169,11 +169,17 @@ def _upstream_hashes(plan: Plan, publisher: Publisher, existing: dict | None) ->
     return {f: plan.files[f].sha256 for f in plan.weight_files}
 
 
-def _block_records(plan: Plan, existing: dict | None, upstream_sha: dict) -> dict[str, dict]:
-    """The existing manifest's per-block hashes of each upstream weight file whose sha256 is unchanged."""
+def _block_records(plan: Plan, publisher: Publisher, existing: dict | None, upstream_sha: dict) -> dict[str, dict]:
+    """The per-block hashes of each upstream weight file whose sha256 is unchanged: the existing manifest's, else
+    those a fan-out part run staged (it read the file in full)."""
     old = ((existing or {}).get("upstream") or {}).get("files") or {}
-    records = {f: usable_record(old.get(f), upstream_sha.get(f)) for f in plan.weight_files}
-    return {f: r for f, r in records.items() if r}
+    records = {}
+    for f in plan.weight_files:
+        sha = upstream_sha.get(f)
+        record = usable_record(old.get(f), sha) or usable_record(publisher.staged_upstream_file(f, sha), sha)
+        if record:
+            records[f] = record
+    return records
 
 
 def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, upstream_sha: dict,
@@ -229,11 +235,12 @@ def _reusable(shard: ShardPlan, publisher: Publisher, inputs: _Inputs, upstream_
     return found
 
 
-def _finish_part(publisher: Publisher, entries: list[dict], summary: Summary, started: float) -> Summary:
+def _finish_part(publisher: Publisher, entries: list[dict], summary: Summary, started: float,
+                 upstream_files: dict[str, dict]) -> Summary:
     """One part of a fan-out: its shards are staged and verified; the publish comes later."""
     for entry in entries:
         entry["verified"] = True
-    publisher.mark_verified(entries)
+    publisher.mark_verified(entries, {f: r for f, r in upstream_files.items() if "blocks" in r})
     publisher.abort()
     summary.changed = bool(summary.shards_built)
     summary.seconds = time.monotonic() - started
@@ -254,7 +261,7 @@ def _record_verified_inputs(plan: Plan, entries: list[dict], verified: dict[str,
 def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict], inputs: _Inputs,
                            templates_dir: Path | None, serving_overrides: dict | None) -> dict:
     """Copy the other upstream files, then write config, index, card, recipe, patch and hubpad.json."""
-    upstream_files = _upstream_file_records(plan, publisher, inputs.verified, inputs.blocks)
+    upstream_files = _upstream_file_records(plan, publisher, inputs)
     generated = ["config.json", INDEX, MANIFEST]
     manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated,
                               _serving(plan, serving_overrides))
@@ -272,14 +279,19 @@ def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict]
     return manifest
 
 
-def _upstream_file_records(plan: Plan, publisher: Publisher, verified: dict[str, str],
-                           blocks: dict[str, dict]) -> dict[str, dict]:
-    """{path: {size, sha256, blocks?}} of every upstream file the derivative is built from or carries."""
-    files, records = plan.files, {}
+def _weight_file_records(plan: Plan, inputs: _Inputs) -> dict[str, dict]:
+    """{path: {size, sha256, blocks?}} of every upstream weight file."""
+    records = {}
     for f in plan.weight_files:
-        records[f] = {"size": files[f].size, "sha256": verified.get(f, files[f].sha256)}
-        if f in blocks:
-            records[f]["blocks"] = blocks[f]
+        records[f] = {"size": plan.files[f].size, "sha256": inputs.verified.get(f, plan.files[f].sha256)}
+        if f in inputs.blocks:
+            records[f]["blocks"] = inputs.blocks[f]
+    return records
+
+
+def _upstream_file_records(plan: Plan, publisher: Publisher, inputs: _Inputs) -> dict[str, dict]:
+    """{path: {size, sha256, blocks?}} of every upstream file the derivative is built from or carries."""
+    files, records = plan.files, _weight_file_records(plan, inputs)
     for path in plan.copied_files:
         records[path] = publisher.copy_file(plan.source, path)
     for path in ("config.json", INDEX, "README.md"):
