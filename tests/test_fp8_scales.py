@@ -62,9 +62,9 @@ from safetensors.torch import save_file  # noqa: E402
 from tests.test_llama_quantized import LINEARS, N_LINEAR, _assert_relabelled_and_padded, _pad  # noqa: E402
 from tests.test_quantized import (  # noqa: E402
     _assert_decompressed_weights_padded,
+    _assert_bytes_preserved,
     _assert_padded_equal,
     _compare_logits,
-    _flat_bytes,
     _float_model,
     _input_ids,
     _load_decompressed,
@@ -76,7 +76,6 @@ from tests.test_quantized import (  # noqa: E402
 BLOCK = 128
 FP8_MAX = torch.finfo(torch.float8_e4m3fn).max  # 448
 HF_FP8_QC = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3", "weight_block_size": [BLOCK, BLOCK]}
-SCALE_SUFFIXES = ("weight_scale", "weight_scale_inv")
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -113,34 +112,14 @@ def _expected_growth(inter: int, tp: int, scale: str) -> dict[str, tuple[tuple, 
 
 def _assert_fp8_bytes(src_dir, dst_dir) -> dict[str, tuple[tuple, tuple]]:
     """Without hubpad: every upstream tensor's bytes unchanged in the top-left of its DST tensor; padded FP8 codes
-    0x00; every new scale cell exactly 1.0. Returns {name: (before, after)} of the tensors that grew."""
-    src, dst = _read_tensors(src_dir), _read_tensors(dst_dir)
-    assert set(src) == set(dst)
-    n_fp8 = 0
-    changed = {}
-    for name, s in src.items():
-        d, suffix = dst[name], name.rpartition(".")[2]
-        assert d.dtype == s.dtype, name
-        n_fp8 += s.dtype == torch.float8_e4m3fn
-        if d.shape == s.shape:
-            assert torch.equal(_flat_bytes(d), _flat_bytes(s)), f"{name}: bytes changed"
-            continue
-        changed[name] = (tuple(s.shape), tuple(d.shape))
-        assert d.ndim == s.ndim and all(a >= b for a, b in zip(d.shape, s.shape)), name
-        corner = tuple(slice(0, n) for n in s.shape)
-        assert torch.equal(_flat_bytes(d[corner]), _flat_bytes(s)), f"{name}: original bytes moved or changed"
-        rest = torch.ones(d.shape, dtype=torch.bool)
-        rest[corner] = False
-        pad = d[rest]
-        if suffix == "weight":
-            assert d.dtype == torch.float8_e4m3fn, f"{name}: a {d.dtype} weight grew"  # only quantized linears pad
-            assert bool((pad.view(torch.uint8) == 0x00).all()), f"{name}: padded FP8 codes are not 0x00"
-            assert bool((pad.float() == 0.0).all()), name
-        elif suffix in SCALE_SUFFIXES:
-            assert bool((pad.float() == 1.0).all()), f"{name}: new scale cells are not 1.0: {pad.unique()[:4]}"
-        else:
-            raise AssertionError(f"{name}: unexpected padded tensor with suffix {suffix!r}")
-    assert n_fp8 == N_LINEAR
+    0x00; every new scale cell exactly 1.0; only FP8 weights grow. Returns {name: (before, after)} of the tensors
+    that grew."""
+    changed = _assert_bytes_preserved(src_dir, dst_dir, scale=1.0)
+    src = _read_tensors(src_dir)
+    assert sum(t.dtype == torch.float8_e4m3fn for t in src.values()) == N_LINEAR
+    for name in changed:
+        if name.endswith(".weight"):
+            assert src[name].dtype == torch.float8_e4m3fn, f"{name}: a {src[name].dtype} weight grew"
     return changed
 
 

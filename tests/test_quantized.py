@@ -297,9 +297,10 @@ def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().reshape(-1).view(torch.uint8)
 
 
-def _assert_bytes_preserved(src_dir, dst_dir) -> dict[str, tuple[tuple, tuple]]:
+def _assert_bytes_preserved(src_dir, dst_dir, scale: float | None = None) -> dict[str, tuple[tuple, tuple]]:
     """Every upstream tensor's bytes are unchanged in the top-left of its DST tensor; pads are zero codes
-    (int4: 0x88) or finite positive scales. Returns {name: (before, after)} of the padded tensors."""
+    (int4: 0x88) or finite positive scales (exactly `scale` when given). Returns {name: (before, after)} of the
+    padded tensors."""
     src, dst = _read_tensors(src_dir), _read_tensors(dst_dir)
     assert set(src) == set(dst)
     changed = {}
@@ -327,6 +328,7 @@ def _assert_bytes_preserved(src_dir, dst_dir) -> dict[str, tuple[tuple, tuple]]:
             v = pad.float()
             ok = bool(torch.isfinite(v).all() and (v > 0).all())
             assert ok, f"{name}: padded scale cell not finite positive"
+            assert scale is None or bool((v == scale).all()), f"{name}: new scale cells are not {scale}: {v.unique()[:4]}"
         else:
             raise AssertionError(f"{name}: unexpected padded tensor with suffix {suffix!r}")
     return changed
