@@ -134,6 +134,39 @@ def test_fanout_publish_records_the_block_hashes_its_parts_read(hub, upstream):
     assert needed <= hub.bytes_served(UP, F1) <= needed + HEADER_WINDOW
 
 
+def test_fanout_publish_survives_malformed_staged_file_records(hub, upstream):
+    """A staging record whose `upstream_files` someone mangled costs the block records, never the publish."""
+    for i in (1, 2):
+        assert cli("mirror", UP, "--tp", "3", "--to", TARGET, "--shard-size", SHARD, "--part", f"{i}/2").exit_code == 0
+    staged = sorted(p for p in hub.files(TARGET, "hubpad-staging") if p.startswith(".hubpad-staging/"))
+    assert len(staged) >= 3
+    mangled = {}
+    for path, bad in zip(staged, ("garbage", {F1: []}, {F2: {"sha256": ["x"], "blocks": {}}})):
+        record = json.loads(hub.file_bytes(TARGET, path, revision="hubpad-staging"))
+        record["upstream_files"] = bad
+        mangled[path] = json.dumps(record).encode()
+    hub.seed(TARGET, mangled, branch="hubpad-staging", message="mangled records")
+    r = cli("publish", UP, "--tp", "3", "--to", TARGET, "--shard-size", SHARD)
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("record", [
+    None, [], "x", {"sha256": "s"}, {"sha256": "s", "size": 10, "blocks": []},
+    {"sha256": "s", "size": "10", "blocks": {"size": 4, "sha256": ["a", "b", "c"]}},
+    {"sha256": "s", "size": 10, "blocks": {"size": 0, "sha256": ["a", "b", "c"]}},
+    {"sha256": "s", "size": 10, "blocks": {"size": 4, "sha256": ["a", "b"]}},
+    {"sha256": "s", "size": 10, "blocks": {"size": 4, "sha256": ["a", "b", 3]}},
+    {"sha256": "other", "size": 10, "blocks": {"size": 4, "sha256": ["a", "b", "c"]}},
+])
+def test_malformed_block_records_are_no_record(record):
+    """hubpad.json and staging records can be edited by anyone who can write the target: never a crash."""
+    from hubpad.util.block_hashes import usable_record
+
+    assert usable_record(record, "s") is None
+    good = {"sha256": "s", "size": 10, "blocks": {"size": 4, "sha256": ["a", "b", "c"]}}
+    assert usable_record(good, "s") == good["blocks"]
+
+
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "1000"])
 def test_bad_block_size_is_one_config_error(monkeypatch, value):
     from hubpad.errors import ConfigError

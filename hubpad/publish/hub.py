@@ -174,8 +174,10 @@ class HubPublisher(Publisher):
                 continue
             if same_build(record, self.plan.tp):
                 staged[record["shard"]["name"]] = record["shard"]
-                for path, rec in (record.get("upstream_files") or {}).items():
-                    files.setdefault(path, {})[rec.get("sha256")] = rec
+                files_read = record.get("upstream_files")
+                for path, rec in (files_read.items() if isinstance(files_read, dict) else ()):
+                    if isinstance(rec, dict) and isinstance(rec.get("sha256"), str):  # usable_record checks the rest
+                        files.setdefault(path, {})[rec.get("sha256")] = rec
         self.staged, self.staged_files = staged, files
 
     # ------------------------------------------------------------------------------------------ shards

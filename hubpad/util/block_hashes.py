@@ -30,13 +30,16 @@ def block_size() -> int:
 
 def usable_record(record: dict | None, sha256: str | None) -> dict | None:
     """The block record of a manifest's upstream file entry, if it describes the file now known as `sha256`."""
-    blocks = (record or {}).get("blocks")
-    if not sha256 or not blocks or record.get("sha256") != sha256:
+    # hubpad.json and staging records live on the target, where anyone with write access may edit them: anything
+    # malformed is no record (the file is then read in full), never a crash.
+    blocks = record.get("blocks") if isinstance(record, dict) else None
+    if not sha256 or not isinstance(blocks, dict) or record.get("sha256") != sha256:
         return None
-    size, hashes = blocks.get("size"), blocks.get("sha256")
-    if not isinstance(size, int) or size <= 0 or not isinstance(hashes, list):
+    file_size, size, hashes = record.get("size"), blocks.get("size"), blocks.get("sha256")
+    if not (isinstance(file_size, int) and isinstance(size, int) and size > 0 and isinstance(hashes, list)
+            and all(isinstance(h, str) for h in hashes)):
         return None
-    return blocks if len(hashes) == -(-record.get("size", -1) // size) else None
+    return blocks if len(hashes) == -(-file_size // size) else None
 
 
 class BlockHashes:
