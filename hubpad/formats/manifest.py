@@ -9,6 +9,8 @@ import json
 from typing import Any, TypedDict
 
 from hubpad import FORMAT_VERSION
+from hubpad.errors import HubpadError
+from hubpad.formats.names import MANIFEST
 
 
 class UpstreamRecord(TypedDict, total=False):
@@ -86,6 +88,76 @@ class Manifest(TypedDict, total=False):
     shards: list[ShardRecord]
     files: dict[str, list[str]]  # {copied, skipped, generated}
     published_commit: str
+
+
+# What each top-level key holds when present: the engine, the card and the Action read these without more checks.
+_TOP_LEVEL = {"hubpad_version": str, "format_version": int, "created": str, "upstream": dict, "target": dict, "tp": int,
+              "architecture": dict, "quantization": dict, "dims": list, "config_changes": dict, "tensors": dict,
+              "vocab": dict, "rank_table": list, "serving": dict, "shards": list, "files": dict,
+              "published_commit": str}
+
+
+def parse_manifest(data: bytes | str, where: str) -> dict:
+    """hubpad.json as read back from a target, checked for the shape hubpad relies on.
+
+    It lives on the target, where anyone with write access may edit it: a malformed one is one clear error
+    naming what is wrong, not a crash deep inside a run.
+    """
+    try:
+        manifest = json.loads(data)
+    except (ValueError, RecursionError):  # ValueError: bad UTF-8 or JSON
+        raise _malformed(where, "not valid JSON") from None
+    if not isinstance(manifest, dict):
+        raise _malformed(where, "not a JSON object")
+    for key, kind in _TOP_LEVEL.items():
+        if key in manifest and not _is(manifest[key], kind):
+            raise _malformed(where, f"{key!r} is not {_KIND_NAMES[kind]}")
+    _check_upstream(manifest.get("upstream", {}), where)
+    _check_items(manifest, "shards", where, {"name": str, "sha256": str, "inputs": str, "size": int, "sources": list})
+    _check_items(manifest, "dims", where, {"name": str, "before": int, "after": int})
+    _check_items(manifest, "rank_table", where, {})
+    _check_items(manifest.get("tensors", {}), "padded_groups", where, {"pattern": str, "count": int},
+                 "tensors.padded_groups")
+    for key, names in manifest.get("files", {}).items():
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise _malformed(where, f"files.{key} is not a list of file names")
+    return manifest
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", dict: "an object", list: "a list"}
+
+
+def _is(value: object, kind: type) -> bool:
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
+def _check_upstream(upstream: dict, where: str) -> None:
+    for key in ("repo", "kind", "revision", "commit", "digest"):
+        if upstream.get(key) is not None and not isinstance(upstream[key], str):
+            raise _malformed(where, f"upstream.{key} is not a string")
+    files = upstream.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(f, dict) for f in files.values()):
+        raise _malformed(where, "upstream.files is not an object of file records")
+
+
+def _check_items(parent: dict, key: str, where: str, fields: dict[str, type], label: str | None = None) -> None:
+    """Every item of the list `parent[key]` is an object whose `fields`, when present, have their kinds."""
+    items = parent.get(key)
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise _malformed(where, f"{label or key} is not a list")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise _malformed(where, f"{label or key}[{i}] is not an object")
+        for field, kind in fields.items():
+            if field in item and not _is(item[field], kind):
+                raise _malformed(where, f"{label or key}[{i}].{field} is not {_KIND_NAMES[kind]}")
+
+
+def _malformed(where: str, problem: str) -> HubpadError:
+    return HubpadError(f"{where}: {MANIFEST} is malformed ({problem}); restore it from the repo's history, or run "
+                       f"`hubpad mirror` with --force to rebuild the derivative without it")
 
 
 def dumps(data: dict) -> str:

@@ -6,8 +6,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hubpad.errors import HubpadError
+from hubpad.formats.manifest import parse_manifest
 from hubpad.plan.model import Plan
 from hubpad.source.base import Source
+from hubpad.util.log import log
 
 
 @dataclass
@@ -108,3 +111,15 @@ class Publisher(ABC):
     def update_files(self, files: dict[str, str], message: str) -> dict:
         """Replace these small files of the published derivative in one step; returns {commit, url}."""
         raise NotImplementedError
+
+
+def read_existing_manifest(data: bytes, where: str, force: bool) -> dict | None:
+    """The target's hubpad.json before a run. A malformed one stops the run, unless --force: then the run
+    goes on as for a target without one (everything is rebuilt; nothing hubpad cannot name is deleted)."""
+    try:
+        return parse_manifest(data, where)
+    except HubpadError as exc:
+        if not force:
+            raise
+        log(f"warning: {exc}; --force: rebuilding the derivative without it")
+        return None

@@ -26,7 +26,7 @@ from hubpad.errors import ConfigError, ConflictError, HubpadError
 from hubpad.formats.manifest import dumps, same_build
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
-from hubpad.publish.base import Publisher, Summary
+from hubpad.publish.base import Publisher, Summary, read_existing_manifest
 from hubpad.source.base import FileEntry, Source, VerifiedReader
 from hubpad.source.hub_api import (
     CONFLICT_STATUS,
@@ -123,7 +123,8 @@ class HubPublisher(Publisher):
         self.base_commit = info.sha
         self.existing_files = {s.rfilename for s in info.siblings or []}
         if MANIFEST in self.existing_files:
-            self.existing = json.loads(self._download(MANIFEST, self.base_commit))
+            self.existing = read_existing_manifest(self._download(MANIFEST, self.base_commit), f"target {self.repo_id}",
+                                                   self.force)
         elif self.existing_files - {".gitattributes"} and not self.force:
             raise HubpadError(f"target {self.repo_id} already has files and no {MANIFEST}: hubpad did not create it "
                               f"(use --force to publish into it anyway; hubpad never deletes files it did not create)")

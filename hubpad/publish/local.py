@@ -6,7 +6,6 @@ A run that fails or is killed leaves only a `.<name>.hubpad-tmp-*` folder, never
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 from hubpad.errors import HubpadError, IntegrityError
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
-from hubpad.publish.base import Publisher, Summary
+from hubpad.publish.base import Publisher, Summary, read_existing_manifest
 from hubpad.source.base import Source
 
 
@@ -36,7 +35,7 @@ class LocalPublisher(Publisher):
                 raise HubpadError(f"{self.label}: exists and is not a directory")
             manifest = self.dst / MANIFEST
             if manifest.is_file():
-                existing = json.loads(manifest.read_text())
+                existing = read_existing_manifest(manifest.read_bytes(), self.label, self.force)
             elif any(self.dst.iterdir()) and not self.force:
                 raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to replace it)")
         if plan.source.kind == "local" and Path(plan.source.label).absolute() == self.dst:

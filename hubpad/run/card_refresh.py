@@ -6,10 +6,10 @@ written through its publisher, so the card refresh follows the same rules as a m
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from hubpad.errors import HubpadError
+from hubpad.formats.manifest import parse_manifest
 from hubpad.formats.names import MANIFEST
 from hubpad.publish.base import Publisher
 from hubpad.publish.hub import HubPublisher
@@ -36,7 +36,7 @@ def _refresh(target: Publisher, dst: str, upstream: str | None, templates_dir: P
     raw = target.read_published(MANIFEST)
     if raw is None:
         raise HubpadError(f"{dst}: no {MANIFEST}; `hubpad card` only refreshes derivatives hubpad published")
-    manifest = json.loads(raw)
+    manifest = parse_manifest(raw, dst)
     up = manifest.get("upstream", {})
     upstream_card, base_card = _upstream_cards(upstream or up.get("repo"), up.get("commit"))
     existing = target.read_published("README.md")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from hubpad.errors import HubpadError
-from hubpad.formats.manifest import is_fresh, recorded_upstream
+from hubpad.formats.manifest import is_fresh, parse_manifest, recorded_upstream
 from hubpad.formats.mirrors_file import load_mirrors
 from hubpad.formats.names import MANIFEST
 from hubpad.source.hub_api import api_for, hub_errors, read_repo_file, whoami_name
@@ -25,10 +24,10 @@ def _upstream_sha(src: str, revision: str | None) -> str:
 def _recorded(target: str) -> dict | None:
     if is_local(target):
         p = Path(target).expanduser() / MANIFEST
-        return json.loads(p.read_text()) if p.is_file() else None
+        return parse_manifest(p.read_bytes(), target) if p.is_file() else None
 
     data = read_repo_file(api_for(), target, MANIFEST)
-    return json.loads(data) if data else None
+    return parse_manifest(data, target) if data else None
 
 
 def check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:

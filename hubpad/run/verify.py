@@ -12,6 +12,7 @@ import struct
 from collections.abc import Iterator
 
 from hubpad.errors import HubpadError, IntegrityError
+from hubpad.formats.manifest import parse_manifest
 from hubpad.formats.names import INDEX, MANIFEST
 from hubpad.plan.model import TensorPlan
 from hubpad.plan.planner import make_plan
@@ -68,7 +69,7 @@ def verify_derivative(src: Source, dst: Source) -> dict:
     dst_files = dst.files()
     if MANIFEST not in dst_files:
         raise HubpadError(f"{dst.label}: no {MANIFEST}; not a hubpad derivative")
-    manifest = read_json(dst, MANIFEST)
+    manifest = parse_manifest(dst.read_file(MANIFEST), dst.label)
     tp = int(manifest.get("tp", 0))
     plan = make_plan(src, tp)
     config = read_json(dst, "config.json")
