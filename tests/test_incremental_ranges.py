@@ -145,6 +145,10 @@ def test_fanout_publish_survives_malformed_staged_file_records(hub, upstream):
         record = json.loads(hub.file_bytes(TARGET, path, revision="hubpad-staging"))
         record["upstream_files"] = bad
         mangled[path] = json.dumps(record).encode()
+    # Records that are not records at all are not staged shards (hubpad rebuilds nothing from them).
+    mangled[".hubpad-staging/list.json"] = b"[1, 2]"
+    mangled[".hubpad-staging/shard-not-an-object.json"] = json.dumps(
+        {**json.loads(mangled[staged[0]]), "shard": "x"}).encode()
     hub.seed(TARGET, mangled, branch="hubpad-staging", message="mangled records")
     r = cli("publish", UP, "--tp", "3", "--to", TARGET, "--shard-size", SHARD)
     assert r.exit_code == 0 and "Traceback" not in r.output, r.output

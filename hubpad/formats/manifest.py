@@ -167,7 +167,7 @@ def dumps(data: dict) -> str:
 
 def same_build(record: dict | None, tp: int) -> bool:
     """A manifest or staging record written by this format version for this TP (its bytes could be reused)."""
-    return bool(record) and record.get("tp") == tp and record.get("format_version") == FORMAT_VERSION
+    return isinstance(record, dict) and record.get("tp") == tp and record.get("format_version") == FORMAT_VERSION
 
 
 def recorded_upstream(manifest: dict) -> str | None:

@@ -173,8 +173,11 @@ class HubPublisher(Publisher):
                 record = json.loads(self._download(item.path, STAGING_BRANCH))
             except (HubpadError, ValueError):
                 continue
-            if same_build(record, self.plan.tp):
-                staged[record["shard"]["name"]] = record["shard"]
+            if not same_build(record, self.plan.tp):
+                continue
+            shard = record.get("shard")
+            if isinstance(shard, dict) and isinstance(shard.get("name"), str):  # anything else: nothing to reuse
+                staged[shard["name"]] = shard
                 files_read = record.get("upstream_files")
                 for path, rec in (files_read.items() if isinstance(files_read, dict) else ()):
                     if isinstance(rec, dict) and isinstance(rec.get("sha256"), str):  # usable_record checks the rest
