@@ -93,7 +93,39 @@ def config_disagrees(src):
     (src / "config.json").write_text(json.dumps(cfg))
 
 
+def _config_value(key, value):
+    def damage(src):
+        cfg = json.loads((src / "config.json").read_text())
+        cfg[key] = value
+        (src / "config.json").write_text(json.dumps(cfg))
+    return damage
+
+
+def _quant_value(key, value):
+    def damage(src):
+        cfg = json.loads((src / "config.json").read_text())
+        cfg["quantization_config"][key] = value
+        (src / "config.json").write_text(json.dumps(cfg))
+    return damage
+
+
+def index_metadata_not_an_object(src):
+    index = json.loads((src / "model.safetensors.index.json").read_text())
+    index["metadata"] = "x"
+    (src / "model.safetensors.index.json").write_text(json.dumps(index))
+
+
 CASES = {
+    # config.json values of the wrong JSON type are named, never an internal error deep in planning
+    "hidden_size a string": (_config_value("hidden_size", "xxx"), "config.json: hidden_size must be an integer, got 'xxx'"),
+    "num_attention_heads a list": (_config_value("num_attention_heads", []), "num_attention_heads must be an integer"),
+    "expert size a string": (_config_value("moe_intermediate_size", "64"), "moe_intermediate_size must be an integer"),
+    "intermediate_size an object": (_config_value("intermediate_size", {}), "intermediate_size must be an integer"),
+    "model_type a list": (_config_value("model_type", []), "model_type must be a string, got []"),
+    "architectures a string": (_config_value("architectures", "X"), "architectures must be a list of strings"),
+    "quantization_config a string": (_config_value("quantization_config", "x"), "quantization_config must be an object"),
+    "config_groups a string": (_quant_value("config_groups", "x"), "quantization_config is malformed"),
+    "index metadata a string": (index_metadata_not_an_object, "metadata must be an object"),
     "truncated file": (truncated, "outside"),
     "header length past EOF": (header_past_eof, "past the end"),
     "non-JSON header": (header_not_json, "not valid JSON"),

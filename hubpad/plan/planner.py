@@ -22,7 +22,7 @@ from operator import attrgetter
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
-from hubpad.plan.adapters import adapter_for, check_refused
+from hubpad.plan.adapters import adapter_for, check_config_values, check_refused
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.dims import (
     EXPERT_TILE,
@@ -149,7 +149,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
     copied, skipped = _other_files(inputs.files, inputs.names)
-    vocab = vocab_info(int(inputs.config.get("vocab_size", 0)), tp)
+    vocab = vocab_info(int(inputs.config.get("vocab_size") or 0), tp)
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         new_config={**_new_config(inputs.config, dims), **relabelled_config_keys(relabelled)},
@@ -170,6 +170,7 @@ def _read_inputs(source: Source) -> tuple[_Inputs, dict[str, TensorInfo]]:
         raise ConfigError(f"{source.label}: no config.json (is this a model checkpoint?)")
     config = read_json(source, "config.json")
     hf_quant = read_json(source, "hf_quant_config.json") if "hf_quant_config.json" in files else None
+    check_config_values(config)
     check_refused(config)
     if isinstance(config.get("text_config"), dict):
         raise ConfigError("config.json: multimodal checkpoints (text_config) are not supported yet")
@@ -227,7 +228,7 @@ def _raise_duplicate(headers: list[SafetensorsHeader]) -> None:
 
 
 def _shape(config: dict, adapter: Adapter) -> _Shape:
-    hidden = int(config.get("hidden_size", 0))
+    hidden = int(config.get("hidden_size") or 0)
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
     geometry = adapter.head_shape(config)

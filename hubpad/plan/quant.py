@@ -11,7 +11,7 @@ import math
 import struct
 from dataclasses import dataclass
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.safetensors import TensorInfo
 from hubpad.plan.gptq_awq import LAYOUTS as PACKED_LAYOUTS
 from hubpad.plan.gptq_awq import PACKED_SUFFIXES, PackedConfig, detect_packed, packed_zero_fill, read_packed_config
@@ -64,6 +64,16 @@ class QuantConfig:
 
     @staticmethod
     def read(config: dict, hf_quant_config: dict | None) -> "QuantConfig":
+        """The quantization config.json (or hf_quant_config.json) declares; one ConfigError if it is malformed."""
+        try:
+            return QuantConfig._read(config, hf_quant_config)
+        except (AttributeError, TypeError, ValueError) as exc:  # a value of the wrong JSON type somewhere inside
+            where = "config.json: quantization_config" if config.get("quantization_config") is not None \
+                else "hf_quant_config.json"
+            raise ConfigError(f"{where} is malformed ({type(exc).__name__}: {exc})") from None
+
+    @staticmethod
+    def _read(config: dict, hf_quant_config: dict | None) -> "QuantConfig":
         qc = config.get("quantization_config")
         if qc is None and hf_quant_config is not None:
             q = hf_quant_config.get("quantization", {})

@@ -38,6 +38,8 @@ def weight_files(source: Source) -> tuple[list[str], dict]:
         weight_map = index.get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise HubpadError(f"{source.label}/{INDEX}: no weight_map")
+        if not isinstance(index.get("metadata") or {}, dict):
+            raise HubpadError(f"{source.label}/{INDEX}: metadata must be an object")
         names = list(OrderedDict.fromkeys(sorted(set(weight_map.values()))))
         for name in names:
             if name not in files:

@@ -17,7 +17,7 @@ from hubpad.plan.adapters.minimax import MINIMAX_M2_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
 
-__all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_refused"]
+__all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused"]
 
 ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE, GEMMA3_TEXT, GPT_OSS]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
@@ -39,3 +39,34 @@ def check_refused(config: dict) -> None:
     reason = REFUSED.get(config.get("model_type"))
     if reason:
         raise ConfigError(f"config.json: {reason}")
+
+
+# config.json values the adapters read as integers (with every adapter's intermediate keys): anything but an integer
+# or null there is refused up front, naming the key, instead of failing somewhere inside planning.
+_INTEGER_KEYS = frozenset({
+    "num_attention_heads", "num_key_value_heads", "hidden_size", "head_dim", "num_hidden_layers", "vocab_size",
+    "num_nextn_predict_layers", "num_local_experts", "num_experts", "n_routed_experts", "n_shared_experts",
+    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+}) | {key for a in ADAPTERS for keys in a.intermediate_keys.values() for key in keys}
+
+
+def check_config_values(config: dict) -> None:
+    """config.json's values that planning reads have the JSON types it expects (one ConfigError otherwise)."""
+    if not isinstance(config.get("model_type"), (str, type(None))):
+        raise ConfigError(f"config.json: model_type must be a string, got {_short(config['model_type'])}")
+    architectures = config.get("architectures")
+    if architectures is not None and not (isinstance(architectures, list)
+                                          and all(isinstance(a, str) for a in architectures)):
+        raise ConfigError(f"config.json: architectures must be a list of strings, got {_short(architectures)}")
+    for key in sorted(_INTEGER_KEYS & config.keys()):
+        value = config[key]
+        if value is not None and type(value) is not int:
+            raise ConfigError(f"config.json: {key} must be an integer, got {_short(value)}")
+    quantization = config.get("quantization_config")
+    if quantization is not None and not isinstance(quantization, dict):
+        raise ConfigError(f"config.json: quantization_config must be an object, got {_short(quantization)}")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

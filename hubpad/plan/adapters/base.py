@@ -156,7 +156,7 @@ class Adapter:
     def head_shape(self, config: dict) -> HeadShape:
         """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""
         heads = int(config.get("num_attention_heads") or 1)
-        return HeadShape.uniform(int(config.get("head_dim") or (int(config.get("hidden_size", 0)) // heads)))
+        return HeadShape.uniform(int(config.get("head_dim") or (int(config.get("hidden_size") or 0) // heads)))
 
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""
