@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import reprlib
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from itertools import accumulate
 from operator import attrgetter
 
 from hubpad.errors import HubpadError
+from hubpad.util.text import short
 
 # safetensors refuses headers above 100 MB; a larger length field means a corrupt or hostile file.
 MAX_HEADER_BYTES = 100_000_000
@@ -99,7 +99,7 @@ def parse_header(header_bytes: bytes, file: str, file_size: int) -> SafetensorsH
     previous = None
     for t in tensors:
         if previous is not None and t.start < previous.end:
-            raise HubpadError(f"{file}: tensors {_short(previous.name)} and {_short(t.name)} overlap in the data section")
+            raise HubpadError(f"{file}: tensors {short(previous.name)} and {short(t.name)} overlap in the data section")
         previous = t
     return SafetensorsHeader(file=file, header_len=n, metadata=dict(metadata), tensors=tuple(tensors))
 
@@ -142,23 +142,23 @@ def _tensor_entry(name: str, entry: object, file: str, data_len: int, base: int)
     # Hot path (Hy3 has ~185k entries): the checks use exact JSON types (json.loads yields exactly int, never
     # an int subclass other than bool) and C-level helpers instead of per-element generator expressions.
     if not isinstance(entry, dict):
-        raise HubpadError(f"{file}: tensor {_short(name)}: header entry is not an object")
+        raise HubpadError(f"{file}: tensor {short(name)}: header entry is not an object")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     bits = DTYPE_BITS.get(dtype) if type(dtype) is str else None
     if bits is None:
-        raise HubpadError(f"{file}: tensor {_short(name)}: unsupported dtype {_short(dtype)}")
+        raise HubpadError(f"{file}: tensor {short(name)}: unsupported dtype {short(dtype)}")
     if type(shape) is not list or (shape and (not _INT_ONLY.issuperset(map(type, shape)) or min(shape) < 0)):
-        raise HubpadError(f"{file}: tensor {_short(name)}: shape must be a list of non-negative integers, got "
-                          f"{_short(shape)}")
+        raise HubpadError(f"{file}: tensor {short(name)}: shape must be a list of non-negative integers, got "
+                          f"{short(shape)}")
     if type(offsets) is not list or len(offsets) != 2 or type(offsets[0]) is not int or type(offsets[1]) is not int:
-        raise HubpadError(f"{file}: tensor {_short(name)}: data_offsets must be two integers, got {_short(offsets)}")
+        raise HubpadError(f"{file}: tensor {short(name)}: data_offsets must be two integers, got {short(offsets)}")
     begin, end = offsets
     if not 0 <= begin <= end <= data_len:
-        raise HubpadError(f"{file}: tensor {_short(name)}: data_offsets {_short(offsets)} fall outside the "
+        raise HubpadError(f"{file}: tensor {short(name)}: data_offsets {short(offsets)} fall outside the "
                           f"{data_len}-byte data section")
     nbits = math.prod(shape) * bits
     if nbits % 8 or nbits // 8 != end - begin:
-        raise HubpadError(f"{file}: tensor {_short(name)}: {dtype}{_short(shape)} needs {_short(nbits // 8)} bytes "
+        raise HubpadError(f"{file}: tensor {short(name)}: {dtype}{short(shape)} needs {short(nbits // 8)} bytes "
                           f"but data_offsets span {end - begin}")
     # The dtype is the module's own string: json.loads makes one per entry, ~10 MB of copies for Hy3's headers.
     return TensorInfo(name=name, dtype=_DTYPE_NAMES[dtype], shape=tuple(shape), file=file, start=base + begin,
@@ -167,23 +167,6 @@ def _tensor_entry(name: str, entry: object, file: str, data_len: int, base: int)
 
 _INT_ONLY = frozenset({int})
 _DTYPE_NAMES = {d: d for d in DTYPE_BITS}
-class _Repr(reprlib.Repr):
-    def repr_int(self, x: int, level: int) -> str:
-        if x.bit_length() > 256:  # str() of a 4300+ digit int raises; a shape's product can get there
-            return f"<{x.bit_length()}-bit integer>"
-        return super().repr_int(x, level)
-
-
-_REPR = _Repr()
-_REPR.maxstring = _REPR.maxother = 200
-_REPR.maxlong = 40
-
-
-def _short(value: object) -> str:
-    """repr() for error messages, bounded: a hostile header's values may be megabytes long."""
-    return _REPR.repr(value)
-
-
 def encode_header(entries: list[tuple[str, str, tuple[int, ...], int]], metadata: dict[str, str] | None) -> bytes:
     """Serialize a header for tensors laid out back to back in the given order.
 

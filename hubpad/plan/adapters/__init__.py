@@ -6,6 +6,7 @@ A new family is a new module here plus one line in ADAPTERS.
 from __future__ import annotations
 
 from hubpad.errors import ConfigError
+from hubpad.util.text import short
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2
 from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
@@ -53,20 +54,16 @@ _INTEGER_KEYS = frozenset({
 def check_config_values(config: dict) -> None:
     """config.json's values that planning reads have the JSON types it expects (one ConfigError otherwise)."""
     if not isinstance(config.get("model_type"), (str, type(None))):
-        raise ConfigError(f"config.json: model_type must be a string, got {_short(config['model_type'])}")
+        raise ConfigError(f"config.json: model_type must be a string, got {short(config['model_type'])}")
     architectures = config.get("architectures")
     if architectures is not None and not (isinstance(architectures, list)
                                           and all(isinstance(a, str) for a in architectures)):
-        raise ConfigError(f"config.json: architectures must be a list of strings, got {_short(architectures)}")
+        raise ConfigError(f"config.json: architectures must be a list of strings, got {short(architectures)}")
     for key in sorted(_INTEGER_KEYS & config.keys()):
         value = config[key]
         if value is not None and type(value) is not int:
-            raise ConfigError(f"config.json: {key} must be an integer, got {_short(value)}")
+            raise ConfigError(f"config.json: {key} must be an integer, got {short(value)}")
     quantization = config.get("quantization_config")
     if quantization is not None and not isinstance(quantization, dict):
-        raise ConfigError(f"config.json: quantization_config must be an object, got {_short(quantization)}")
+        raise ConfigError(f"config.json: quantization_config must be an object, got {short(quantization)}")
 
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
