@@ -25,8 +25,9 @@ def run_demo(out: Path) -> None:
     import click
 
     upstream, target = out / "Tiny-Hy3-NVFP4-FP8", out / "Tiny-Hy3-NVFP4-FP8-TP3"
-    if upstream.exists():
-        shutil.rmtree(upstream)
+    for folder in (upstream, target):  # every run shows the whole job, not "up to date"
+        if folder.exists():
+            shutil.rmtree(folder)
     build_tiny_hy3(upstream)
     click.echo(f"built a tiny Hy3-shaped checkpoint (RedHatAI layout) in {upstream}\n")
     plan = make_plan(LocalSource(upstream), tp=3, shard_size=4_000_000)

@@ -15,6 +15,8 @@ from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
 from hubpad.publish.base import Publisher, Summary, read_existing_manifest
 from hubpad.source.base import Source
+from hubpad.util.hashing import file_sha256
+from hubpad.util.log import log
 
 
 class LocalPublisher(Publisher):
@@ -27,6 +29,7 @@ class LocalPublisher(Publisher):
         self.force = force
         self.summary = Summary()
         self.tmp: Path | None = None
+        self.existing: dict | None = None
 
     def prepare(self, plan: Plan) -> dict | None:
         existing = None
@@ -45,7 +48,30 @@ class LocalPublisher(Publisher):
         if self.tmp.exists():
             shutil.rmtree(self.tmp)
         self.tmp.mkdir()
+        self.existing = existing
         return existing
+
+    def find_reusable(self, planned: dict) -> dict | None:
+        """A shard DST already holds with exactly these inputs, whose bytes still hash to what hubpad.json says
+        (a local file may have changed since; hashing it is cheaper than building it again)."""
+        name = planned["name"]
+        for entry in (self.existing or {}).get("shards", []):
+            if entry.get("name") == name and entry.get("inputs") == planned["inputs"]:
+                path = self.dst / name
+                same_size = path.is_file() and path.stat().st_size == entry.get("size")
+                if same_size and file_sha256(path) == entry.get("sha256"):
+                    return dict(entry)
+                log(f"warning: {self.label}/{name} does not match {MANIFEST}; building it again")
+                return None
+        return None
+
+    def keep_shard(self, entry: dict) -> None:
+        """Carry a reused shard into the new build: a hard link (no copy) where the filesystem allows one."""
+        src, dst = self.dst / entry["name"], self.tmp / entry["name"]
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copyfile(src, dst)
 
     def shard_path(self, name: str) -> Path:
         return self.tmp / name

@@ -117,9 +117,9 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     hooks = hooks or RunHooks()
     summary = _start_summary(plan, publisher)
     existing = publisher.prepare(plan)
-    if is_fresh(existing, plan.tp, plan.source.commit, plan.source.label, [s.name for s in plan.shards]):
+    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)
+    if is_fresh(existing, plan.tp, upstream_state, plan.source.label, [s.name for s in plan.shards]):
         return _settle_up_to_date(plan, publisher, existing)
-    upstream_sha = _upstream_hashes(plan, publisher, existing)
     inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
     try:
         entries = _build_or_reuse_shards(plan, publisher, inputs, upstream_sha, only, publish_only, hooks)
@@ -154,19 +154,23 @@ def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summ
     summary.commit = existing.get("published_commit")
     publisher.settle_published()
     publisher.abort()
-    log(f"{publisher.label} is up to date with {plan.source.label}@{(plan.source.commit or '')[:12]}; nothing to do")
+    at = f"@{plan.source.commit[:12]}" if plan.source.commit else ""
+    log(f"{publisher.label} is up to date with {plan.source.label}{at}; nothing to do")
     return summary
 
 
-def _upstream_hashes(plan: Plan, publisher: Publisher, existing: dict | None) -> dict[str, str | None]:
-    """The sha256 of each upstream weight file, as far as known before reading (the Hub lists them)."""
+def _upstream_hashes(plan: Plan, publisher: Publisher,
+                     existing: dict | None) -> tuple[dict[str, str | None], str | None]:
+    """The sha256 of each upstream weight file, as far as known before reading (the Hub lists them), and the
+    upstream's state for the freshness rule: its commit, or a local upstream's content digest."""
     source = plan.source
     if source.kind == "local" and (publisher.stages or (existing or {}).get("shards")):
         # Staged or published shards can only be matched to a local upstream by content: hash the local files
         # first (a local read pass is cheap next to rebuilding and re-uploading), so records made now and
-        # on a resumed run agree.
-        return {f: file_sha256(source.local_path(f)) for f in plan.weight_files}
-    return {f: plan.files[f].sha256 for f in plan.weight_files}
+        # on a resumed run agree. The same hashes say whether anything changed at all (hubpad.json's digest).
+        hashes = {f: file_sha256(source.local_path(f)) for f in plan.files}
+        return {f: hashes[f] for f in plan.weight_files}, digest_of(hashes)
+    return {f: plan.files[f].sha256 for f in plan.weight_files}, source.commit
 
 
 def _block_records(plan: Plan, publisher: Publisher, existing: dict | None, upstream_sha: dict) -> dict[str, dict]:
