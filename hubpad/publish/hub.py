@@ -303,8 +303,8 @@ class HubPublisher(Publisher):
             record = {"size": entry.size}
             if entry.sha256:
                 record["sha256"] = entry.sha256
-            elif getattr(source, "git_oids", {}).get(path):
-                record["git_oid"] = source.git_oids[path]
+            elif entry.git_oid:
+                record["git_oid"] = entry.git_oid
             return record
 
         local = source.local_path(path)

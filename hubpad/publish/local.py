@@ -5,7 +5,6 @@ A run that fails or is killed leaves only a `.<name>.hubpad-tmp-*` folder, never
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -14,7 +13,7 @@ from hubpad.errors import HubpadError, IntegrityError
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
 from hubpad.publish.base import Publisher, Summary, read_existing_manifest
-from hubpad.source.base import Source
+from hubpad.source.base import ContentHash, Source
 from hubpad.util.hashing import file_sha256
 from hubpad.util.log import log
 
@@ -92,16 +91,16 @@ class LocalPublisher(Publisher):
         """Copy an unchanged file, hashing it on the way (its hash goes into the manifest)."""
         target = self.tmp / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        h = hashlib.sha256()
-        size = source.files()[path].size
+        entry = source.files()[path]
+        h = ContentHash.for_entry(entry)
         with open(target, "wb") as out:
-            for chunk in source.stream(path, 0, size):
+            for chunk in source.stream(path, 0, entry.size):
                 h.update(chunk)
                 out.write(chunk)
-        expected = source.files()[path].sha256
-        if expected and expected != h.hexdigest():
+        if entry.sha256 and entry.sha256 != h.hexdigest():
             raise IntegrityError(f"{source.label}/{path}: sha256 mismatch while copying")
-        return {"size": size, "sha256": h.hexdigest()}
+        h.check_git_oid(entry, source.label)
+        return {"size": entry.size, "sha256": h.hexdigest()}
 
     def publish(self, manifest: dict) -> None:
         old = None

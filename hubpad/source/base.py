@@ -27,11 +27,43 @@ CHUNK = 8 * 1024 * 1024
 
 @dataclass(frozen=True)
 class FileEntry:
-    """A file of the source; `sha256` is known up front on the Hub (LFS oid) and None locally."""
+    """A file of the source; `sha256` is known up front on the Hub (LFS oid) and None locally. A Hub file kept in
+    git rather than LFS has no sha256 there, only its git blob id (`git_oid`), which is checked instead."""
 
     path: str
     size: int
     sha256: str | None = None
+    git_oid: str | None = None
+
+
+class ContentHash:
+    """sha256 of a file's bytes and, when `git_blob_size` is set, git's blob id (sha1 of "blob <size>\\0" + bytes)."""
+
+    def __init__(self, git_blob_size: int | None) -> None:
+        self.sha256 = hashlib.sha256()
+        self.git = None
+        if git_blob_size is not None:
+            self.git = hashlib.sha1(usedforsecurity=False)
+            self.git.update(b"blob %d\0" % git_blob_size)
+
+    def update(self, data) -> None:
+        self.sha256.update(data)
+        if self.git is not None:
+            self.git.update(data)
+
+    def hexdigest(self) -> str:
+        return self.sha256.hexdigest()
+
+    def check_git_oid(self, entry: FileEntry, label: str) -> None:
+        """IntegrityError when the bytes hashed are not the git blob `entry.git_oid` names."""
+        if self.git is not None and self.git.hexdigest() != entry.git_oid:
+            raise IntegrityError(f"{label}/{entry.path}: git blob id mismatch (expected {entry.git_oid[:12]}…, got "
+                                 f"{self.git.hexdigest()[:12]}…); nothing built from it is published")
+
+    @classmethod
+    def for_entry(cls, entry: FileEntry) -> "ContentHash":
+        """The hashes `entry` can be checked by: its sha256, and its git blob id when that is all the Hub gives."""
+        return cls(entry.size if entry.git_oid and not entry.sha256 else None)
 
 
 class Source(ABC):
@@ -115,7 +147,7 @@ class VerifiedReader:
         self.pos = 0
         self.window_end = entry.size
         self.bytes_read = 0
-        self._hash = hashlib.sha256()
+        self._hash = ContentHash.for_entry(entry)
         # blocks: also record per-block sha256s (hubpad.json), so a later run can read this file partially
         self._blocks = BlockHashes(block_size(), entry.size, INPUT_HASHING, file_hash=self._hash) if blocks else None
         self._stream: Iterator[bytes] | None = None
@@ -233,6 +265,7 @@ class VerifiedReader:
                 f"{self.source.label}/{self.entry.path}: sha256 mismatch (expected {self.entry.sha256[:12]}…, "
                 f"got {digest[:12]}…); nothing built from it is published"
             )
+        self._hash.check_git_oid(self.entry, self.source.label)
         return digest
 
     def block_record(self) -> dict | None:

@@ -35,12 +35,10 @@ class HubSource(Source):
             info = self.api.model_info(repo_id, revision=revision, files_metadata=True)
         self.commit = info.sha
         self._files: dict[str, FileEntry] = {}
-        self.git_oids: dict[str, str] = {}
         for s in info.siblings or []:
-            lfs = getattr(s, "lfs", None)
-            self._files[s.rfilename] = FileEntry(s.rfilename, int(s.size or 0), lfs.sha256 if lfs else None)
-            if getattr(s, "blob_id", None):
-                self.git_oids[s.rfilename] = s.blob_id
+            lfs = getattr(s, "lfs", None)  # else a file kept in git: its blob id is what it can be checked by
+            self._files[s.rfilename] = FileEntry(s.rfilename, int(s.size or 0), lfs.sha256 if lfs else None,
+                                                 None if lfs else getattr(s, "blob_id", None))
         self.bytes_requested = 0
         self.range_ignored = 0  # responses that ignored Range (survived by skipping, but worth reporting)
 
