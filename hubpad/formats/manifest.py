@@ -35,6 +35,7 @@ class UpstreamFile(TypedDict, total=False):
     # Weight files of a Hub upstream only. A later run whose upstream file has the same sha256 reads just the blocks its rebuilt
     # shards need and checks each against this (source/blocks.BlockReader); absent: the file is read in full.
     blocks: BlockHashesRecord
+    header_sha256: str  # with `blocks`: sha256 of the file's header bytes (length field + JSON), checked when recorded
 
 
 class DimRecord(TypedDict):

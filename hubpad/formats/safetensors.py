@@ -59,6 +59,7 @@ class SafetensorsHeader:
     header_len: int
     metadata: dict[str, str]
     tensors: tuple[TensorInfo, ...]
+    digest: str = ""  # sha256 of the file's first data_start bytes (length field + JSON), when read from a file
 
     @property
     def data_start(self) -> int:

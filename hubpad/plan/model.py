@@ -127,6 +127,8 @@ class Plan:
     upstream_tp_values: list[int]
     index_metadata: dict = field(default_factory=dict)
     relabelled: dict | None = None  # plan/relabel.py: the derivative's new architecture label, and why
+    # weight file -> (header end, sha256 of its bytes [0, end)) as read while planning: checked when the file streams
+    header_digests: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def needs_padding(self) -> bool:

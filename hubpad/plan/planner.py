@@ -159,6 +159,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.config),
         vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter),
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
+        header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
     )
 
 

@@ -77,7 +77,8 @@ class _Inputs:
             # A local upstream is hashed in full before any incremental run (_upstream_hashes): block records
             # would never save it a read, so only remote upstreams pay for them.
             self.readers[file] = (BlockReader(self.plan.source, entry, record) if record
-                                  else VerifiedReader(self.plan.source, entry, blocks=self.plan.source.kind != "local"))
+                                  else VerifiedReader(self.plan.source, entry, blocks=self.plan.source.kind != "local",
+                                                      header=self.plan.header_digests.get(file)))
         return self.readers[file]
 
     def want(self, shard: ShardPlan) -> None:
@@ -179,8 +180,9 @@ def _block_records(plan: Plan, publisher: Publisher, existing: dict | None, upst
     old = ((existing or {}).get("upstream") or {}).get("files") or {}
     records = {}
     for f in plan.weight_files:
-        sha = upstream_sha.get(f)
-        record = usable_record(old.get(f), sha) or usable_record(publisher.staged_upstream_file(f, sha), sha)
+        sha, header = upstream_sha.get(f), plan.header_digests.get(f, (0, None))[1]
+        record = (usable_record(old.get(f), sha, header)
+                  or usable_record(publisher.staged_upstream_file(f, sha), sha, header))
         if record:
             records[f] = record
     return records
@@ -290,6 +292,8 @@ def _weight_file_records(plan: Plan, inputs: _Inputs) -> dict[str, dict]:
         records[f] = {"size": plan.files[f].size, "sha256": inputs.verified.get(f, plan.files[f].sha256)}
         if f in inputs.blocks:
             records[f]["blocks"] = inputs.blocks[f]
+            if f in plan.header_digests:  # checked: against the stream on a full read, else by the record used
+                records[f]["header_sha256"] = plan.header_digests[f][1]
     return records
 
 

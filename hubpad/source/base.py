@@ -141,8 +141,12 @@ class VerifiedReader:
     longer hashed and `finish()` returns None.
     """
 
-    def __init__(self, source: Source, entry: FileEntry, rewind: bool = False, blocks: bool = False) -> None:
+    def __init__(self, source: Source, entry: FileEntry, rewind: bool = False, blocks: bool = False,
+                 header: tuple[int, str] | None = None) -> None:
         self.source, self.entry, self.rewind = source, entry, rewind
+        # header: (end, sha256) of the bytes [0, end) a plan was made from; the same bytes of this stream must match
+        self._header = header
+        self._header_hash = hashlib.sha256() if header else None
         self.hashing = True
         self.pos = 0
         self.window_end = entry.size
@@ -183,6 +187,8 @@ class VerifiedReader:
 
     def _feed(self, view: memoryview) -> None:
         """Queue the bytes at `pos` for hashing (on the shared thread, in order)."""
+        if self._header_hash is not None and self.pos < self._header[0]:
+            INPUT_HASHING.submit(self._header_hash.update, view[:self._header[0] - self.pos])
         if self._blocks is not None:
             self._blocks.feed(self.pos, view)
         else:
@@ -266,6 +272,10 @@ class VerifiedReader:
                 f"got {digest[:12]}…); nothing built from it is published"
             )
         self._hash.check_git_oid(self.entry, self.source.label)
+        if self._header_hash is not None and self._header_hash.hexdigest() != self._header[1]:
+            raise IntegrityError(f"{self.source.label}/{self.entry.path}: the safetensors header the plan was made "
+                                 f"from is not the one in the file's checked bytes (it changed, or a read went "
+                                 f"wrong); nothing built from it is published")
         return digest
 
     def block_record(self) -> dict | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from collections import OrderedDict
 
@@ -27,7 +29,10 @@ def read_header(source: Source, entry: FileEntry) -> SafetensorsHeader:
     n = header_length(first, entry.path, entry.size)
     if 8 + n > len(first):
         first += source.read_range(entry.path, len(first), 8 + n)
-    return parse_header(first[8:8 + n], entry.path, entry.size)
+    header = parse_header(first[8:8 + n], entry.path, entry.size)
+    # The plan is made from these bytes, read apart from the file's checked stream: their digest lets the mirror
+    # check them against the bytes that stream delivers (VerifiedReader's `header`).
+    return dataclasses.replace(header, digest=hashlib.sha256(first[:8 + n]).hexdigest())
 
 
 def weight_files(source: Source) -> tuple[list[str], dict]:

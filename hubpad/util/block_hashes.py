@@ -28,12 +28,16 @@ def block_size() -> int:
     return size
 
 
-def usable_record(record: dict | None, sha256: str | None) -> dict | None:
-    """The block record of a manifest's upstream file entry, if it describes the file now known as `sha256`."""
+def usable_record(record: dict | None, sha256: str | None, header_sha256: str | None = None) -> dict | None:
+    """The block record of a manifest's upstream file entry, if it describes the file now known as `sha256`
+    and (given `header_sha256`) vouches for the header bytes a plan was made from: a partial read may never
+    stream them, so the record recorded from a checked full read is what checks them."""
     # hubpad.json and staging records live on the target, where anyone with write access may edit them: anything
     # malformed is no record (the file is then read in full), never a crash.
     blocks = record.get("blocks") if isinstance(record, dict) else None
     if not sha256 or not isinstance(blocks, dict) or record.get("sha256") != sha256:
+        return None
+    if header_sha256 is not None and record.get("header_sha256") != header_sha256:
         return None
     file_size, size, hashes = record.get("size"), blocks.get("size"), blocks.get("sha256")
     if not (isinstance(file_size, int) and isinstance(size, int) and size > 0 and isinstance(hashes, list)
