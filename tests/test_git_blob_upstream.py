@@ -9,6 +9,7 @@ import hashlib
 from hubpad.testing import build_tiny_hy3
 from tests.helpers import cli
 from tests.test_hub_mirror import SHARD, TARGET, UP, _hubpad_commits, _shards
+from tests.test_hub_mirror import upstream  # noqa: F401  (fixture)
 
 
 def _seed_in_git(hub, tmp_path):
@@ -47,3 +48,12 @@ def test_corrupted_git_stored_side_file_copied_to_a_local_target_fails(hub, tmp_
     errors = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "tokenizer_config.json: git blob id mismatch" in errors[0], r.output
     assert not dst.exists()
+
+
+def test_corrupted_config_json_read_for_planning_fails(hub, upstream):
+    """config.json (kept in git on the Hub, as small files are) is checked against its blob id before it is used."""
+    hub.faults.corrupt(r"config\.json", times=None)
+    r = cli("plan", UP, "--tp", "3")
+    assert r.exit_code == 1, r.output
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "config.json: git blob id mismatch" in errors[0], r.output

@@ -87,11 +87,18 @@ class Source(ABC):
         """Bytes [start, end) of a file as successive chunks, for the bulk copy."""
 
     def read_file(self, path: str) -> bytes:
-        """A whole small file (config.json, the index, a tokenizer)."""
+        """A whole small file (config.json, the index, a tokenizer), checked against the hash the source lists."""
         entry = self.files().get(path)
         if entry is None:
             raise HubpadError(f"{self.label}: no file {path!r}")
-        return self.read_range(path, 0, entry.size)
+        data = self.read_range(path, 0, entry.size)
+        content = ContentHash.for_entry(entry)
+        content.update(data)
+        if len(data) != entry.size or (entry.sha256 and content.hexdigest() != entry.sha256):
+            raise IntegrityError(f"{self.label}/{path}: the bytes read are not the file the source lists "
+                                 f"({len(data)} of {entry.size} bytes, or a sha256 mismatch)")
+        content.check_git_oid(entry, self.label)
+        return data
 
     def local_path(self, path: str) -> Path | None:
         """The file on local disk, when there is one (lets copies skip the bytes-through-Python path)."""
