@@ -309,3 +309,22 @@ def test_local_upstream_to_hub_target_resumes(hub, upstream):
     assert len(staged) == 2
     summary = run_mirror(make_plan(LocalSource(upstream), 3, 4_000_000), HubPublisher(api_for(), "alice/local-tp3"))
     assert set(summary.shards_reused) == set(staged) and len(summary.shards_built) == 3
+
+
+def test_token_problems_are_one_plain_line(hub, upstream, monkeypatch):
+    """A refused token, no token and a namespace the token cannot write: one line each, saying what to do."""
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token_0123456789")
+    r = cli("plan", UP, "--tp", "3")
+    assert r.exit_code == 1 and r.output.strip().splitlines()[-1] == (
+        f"error: upstream {UP}@main: the Hub refused the token (401 Unauthorized); check HF_TOKEN, or log in "
+        f"with `hf auth login`"), r.output
+    assert "hf_not_a_real_token" not in r.output
+    monkeypatch.delenv("HF_TOKEN")
+    r = cli("mirror", UP, "--tp", "3", "--shard-size", SHARD)
+    assert r.exit_code == 1 and r.output.strip().splitlines()[-1].startswith(
+        "error: no Hugging Face token: set HF_TOKEN or run `hf auth login`"), r.output
+    monkeypatch.setenv("HF_TOKEN", hub.read_token)
+    r = cli("mirror", UP, "--tp", "3", "--to", "alice/x", "--shard-size", SHARD)
+    last = r.output.strip().splitlines()[-1]
+    assert r.exit_code == 1 and last.startswith("error: target alice/x: create: Hub error 403 Forbidden"), r.output
+    assert hub.read_token not in r.output

@@ -112,8 +112,13 @@ def hub_errors(what: str):
     except e.HfHubHTTPError as exc:
         status = getattr(getattr(exc, "response", None), "status_code", None)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        message = redact(f"{what}: Hub error {status or ''} {first}".replace("  ", " "))
-        raise (ConflictError if status in CONFLICT_STATUS else HubError)(message, status) from None
+        if status == 401:
+            message = (f"{what}: the Hub refused the token (401 Unauthorized); check HF_TOKEN, or log in with "
+                       f"`hf auth login`")
+        else:  # the Hub's own text usually starts with the status already ("403 Forbidden: ...")
+            message = f"{what}: Hub error {first}" if first.startswith(str(status)) else \
+                f"{what}: Hub error {status or ''} {first}".replace("  ", " ")
+        raise (ConflictError if status in CONFLICT_STATUS else HubError)(redact(message), status) from None
     except (httpx.TransportError, httpx.StreamError) as exc:
         raise HubpadError(redact(f"{what}: network error ({type(exc).__name__}: {exc})")) from None
     except (ValueError, OSError, RuntimeError) as exc:
@@ -186,8 +191,15 @@ def xet_failure(exc: BaseException) -> str | None:
 
 
 def whoami_name(api) -> str:
-    with hub_errors("whoami (is HF_TOKEN set?)"):
-        return api.whoami()["name"]
+    """The token's user name: what default targets (`<user>/<name>-TP<N>`) are derived from."""
+    from huggingface_hub import errors as e
+
+    try:
+        with hub_errors("whoami (is HF_TOKEN set?)"):
+            return api.whoami()["name"]
+    except e.LocalTokenNotFoundError:
+        raise HubpadError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (the default target is "
+                          "<your user>/<name>-TP<N>; --to names another)") from None
 
 
 def read_repo_file(api, repo_id: str, path: str, revision: str | None = None) -> bytes | None:
