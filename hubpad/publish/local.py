@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from hubpad.errors import HubpadError, IntegrityError
+from hubpad.errors import HubpadError
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
 from hubpad.publish.base import Publisher, Summary, read_existing_manifest
@@ -97,10 +97,7 @@ class LocalPublisher(Publisher):
             for chunk in source.stream(path, 0, entry.size):
                 h.update(chunk)
                 out.write(chunk)
-        if entry.sha256 and entry.sha256 != h.hexdigest():
-            raise IntegrityError(f"{source.label}/{path}: sha256 mismatch while copying")
-        h.check_git_oid(entry, source.label)
-        return {"size": entry.size, "sha256": h.hexdigest()}
+        return {"size": entry.size, "sha256": h.check(entry, source.label)}
 
     def publish(self, manifest: dict) -> None:
         old = None

@@ -51,14 +51,17 @@ class ContentHash:
         if self.git is not None:
             self.git.update(data)
 
-    def hexdigest(self) -> str:
-        return self.sha256.hexdigest()
-
-    def check_git_oid(self, entry: FileEntry, label: str) -> None:
-        """IntegrityError when the bytes hashed are not the git blob `entry.git_oid` names."""
+    def check(self, entry: FileEntry, label: str) -> str:
+        """The sha256 of the bytes hashed; IntegrityError when they are not the file `entry` lists (its LFS
+        sha256, or the git blob id of a file kept in git)."""
+        digest = self.sha256.hexdigest()
+        if entry.sha256 and digest != entry.sha256:
+            raise IntegrityError(f"{label}/{entry.path}: sha256 mismatch (expected {entry.sha256[:12]}…, got "
+                                 f"{digest[:12]}…); nothing built from it is published")
         if self.git is not None and self.git.hexdigest() != entry.git_oid:
             raise IntegrityError(f"{label}/{entry.path}: git blob id mismatch (expected {entry.git_oid[:12]}…, got "
                                  f"{self.git.hexdigest()[:12]}…); nothing built from it is published")
+        return digest
 
     @classmethod
     def for_entry(cls, entry: FileEntry) -> "ContentHash":
@@ -92,12 +95,11 @@ class Source(ABC):
         if entry is None:
             raise HubpadError(f"{self.label}: no file {path!r}")
         data = self.read_range(path, 0, entry.size)
+        if len(data) != entry.size:
+            raise IntegrityError(f"{self.label}/{path}: read {len(data)} bytes of {entry.size}")
         content = ContentHash.for_entry(entry)
         content.update(data)
-        if len(data) != entry.size or (entry.sha256 and content.hexdigest() != entry.sha256):
-            raise IntegrityError(f"{self.label}/{path}: the bytes read are not the file the source lists "
-                                 f"({len(data)} of {entry.size} bytes, or a sha256 mismatch)")
-        content.check_git_oid(entry, self.label)
+        content.check(entry, self.label)
         return data
 
     def local_path(self, path: str) -> Path | None:
@@ -272,13 +274,7 @@ class VerifiedReader:
             for _ in self.iter_range(self.entry.size, 0):  # skipping to EOF reads and hashes the tail
                 pass
         INPUT_HASHING.wait()
-        digest = self._hash.hexdigest()
-        if self.entry.sha256 and digest != self.entry.sha256:
-            raise IntegrityError(
-                f"{self.source.label}/{self.entry.path}: sha256 mismatch (expected {self.entry.sha256[:12]}…, "
-                f"got {digest[:12]}…); nothing built from it is published"
-            )
-        self._hash.check_git_oid(self.entry, self.source.label)
+        digest = self._hash.check(self.entry, self.source.label)
         if self._header_hash is not None and self._header_hash.hexdigest() != self._header[1]:
             raise IntegrityError(f"{self.source.label}/{self.entry.path}: the safetensors header the plan was made "
                                  f"from is not the one in the file's checked bytes (it changed, or a read went "
