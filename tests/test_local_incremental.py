@@ -92,3 +92,16 @@ def test_nothing_changed_is_up_to_date(pristine, tmp_path):
     _mirror(src, dst)
     summary, _ = _mirror(src, dst)
     assert summary["up_to_date"] and not summary["shards_built"]
+
+
+def test_verify_checks_the_files_carried_unchanged(pristine, tmp_path):
+    src, dst = tmp_path / "up", tmp_path / "dst"
+    shutil.copytree(pristine, src)
+    _mirror(src, dst)
+    assert cli("verify", src, dst).exit_code == 0
+    (dst / "chat_template.jinja").write_text("{{ tampered }}")
+    r = cli("verify", src, dst)
+    assert r.exit_code == 1 and "chat_template.jinja differs from upstream's" in r.output, r.output
+    (dst / "chat_template.jinja").unlink()
+    r = cli("verify", src, dst)
+    assert r.exit_code == 1 and "chat_template.jinja from upstream is missing" in r.output, r.output

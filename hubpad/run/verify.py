@@ -2,7 +2,8 @@
 
 The byte checks do not trust the padder: original bytes must sit in place in DST, padded weight/code
 regions must hold the format's zero (codes of int4, GPTQ, AWQ: nibble 0x8; GPTQ v1 zero points: 0x7),
-padded scale cells must decode to finite positive numbers, and every shard must hash to what `hubpad.json` records.
+padded scale cells must decode to finite positive numbers, every shard must hash to what `hubpad.json` records, and
+the upstream files carried unchanged must be there byte for byte.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def verify_derivative(src: Source, dst: Source) -> dict:
             total += info.nbytes
     if index.get("metadata", {}).get("total_size") != total:
         raise HubpadError(f"{dst.label}/{INDEX}: total_size {index.get('metadata', {}).get('total_size')} != {total}")
+    _check_copied_files(plan.copied_files, src, dst)
 
     src_files = src.files()
     src_cur: dict[str, VerifiedReader] = {}
@@ -122,6 +124,24 @@ def verify_derivative(src: Source, dst: Source) -> dict:
     return {"ok": True, "tp": tp, "tensors": len(plan.tensors), "padded": sum(t.padded for t in plan.tensors),
             "bytes_checked": checked, "shards": report_shards,
             "dims": [{"name": x.name, "before": x.before, "after": x.after} for x in plan.dims]}
+
+
+def _check_copied_files(paths: list[str], src: Source, dst: Source) -> None:
+    """The upstream files a derivative carries unchanged (tokenizer, chat template, licence...) are in DST, byte
+    for byte: compared by the hashes the sources list where both have one, else by streaming and hashing."""
+    src_files, dst_files = src.files(), dst.files()
+    for path in paths:
+        if path not in dst_files:
+            raise HubpadError(f"{dst.label}: {path} from upstream is missing")
+        a, b = src_files[path], dst_files[path]
+        same_listed = (a.sha256 and a.sha256 == b.sha256) or (a.git_oid and a.git_oid == b.git_oid)
+        if a.size != b.size or not (same_listed or _content_sha256(src, a) == _content_sha256(dst, b)):
+            raise IntegrityError(f"{dst.label}/{path} differs from upstream's")
+
+
+def _content_sha256(source: Source, entry) -> str:
+    """A file's sha256: listed by the source, or streamed, hashed and checked against what the source lists."""
+    return entry.sha256 or VerifiedReader(source, entry).finish()  # finish() reads, hashes and checks it all
 
 
 def _chunks(total: int, step: int) -> Iterator[tuple[int, int]]:
