@@ -57,6 +57,8 @@ def test_local_target_rebuilds_only_the_affected_shards(pristine, tmp_path):
     summary, _ = _mirror(src, dst)
     assert set(summary["shards_built"]) == affected
     assert set(summary["shards_reused"]) == set(before) - affected
+    sizes = {s["name"]: s["size"] for s in manifest["shards"]}
+    assert summary["peak_disk"] <= sum(sizes[n] for n in affected)  # kept shards are links, not new space
 
     fresh = tmp_path / "fresh"
     _mirror(src, fresh)

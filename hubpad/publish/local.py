@@ -130,7 +130,8 @@ class LocalPublisher(Publisher):
         self.tmp = None
 
     def _track_disk(self) -> None:
-        used = sum(p.stat().st_size for p in self.tmp.rglob("*") if p.is_file())
+        # A kept shard hard-linked from DST (two links) takes no new space.
+        used = sum(st.st_size for p in self.tmp.rglob("*") if p.is_file() and (st := p.stat()).st_nlink == 1)
         self.summary.peak_disk = max(self.summary.peak_disk, used)
 
 
