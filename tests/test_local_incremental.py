@@ -107,3 +107,46 @@ def test_verify_checks_the_files_carried_unchanged(pristine, tmp_path):
     (dst / "chat_template.jinja").unlink()
     r = cli("verify", src, dst)
     assert r.exit_code == 1 and "chat_template.jinja from upstream is missing" in r.output, r.output
+
+
+def test_files_hubpad_did_not_create_survive_a_local_update(pristine, tmp_path):
+    src, dst = tmp_path / "up", tmp_path / "dst"
+    shutil.copytree(pristine, src)
+    _mirror(src, dst)
+    (dst / "NOTES.md").write_text("benchmarked on 3 Sparks")
+    (dst / "eval").mkdir()
+    (dst / "eval" / "results.json").write_text("{}")
+    _change_last_tensor_bytes(src)
+    _mirror(src, dst)
+    assert (dst / "NOTES.md").read_text() == "benchmarked on 3 Sparks"
+    assert (dst / "eval" / "results.json").read_text() == "{}"
+    assert cli("verify", src, dst).exit_code == 0
+
+
+def test_force_into_a_folder_hubpad_did_not_make_keeps_its_other_files(pristine, tmp_path):
+    src, dst = tmp_path / "up", tmp_path / "dst"
+    shutil.copytree(pristine, src)
+    dst.mkdir()
+    (dst / "keep.txt").write_text("mine")
+    (dst / "config.json").write_text("{}")
+    r = cli("mirror", src, "--tp", "3", "--to", dst, "--shard-size", SHARD)
+    assert r.exit_code == 1 and "was not made by hubpad" in r.output
+    _mirror(src, dst, "--force")
+    assert (dst / "keep.txt").read_text() == "mine"  # kept: hubpad never deletes files it did not create
+    assert json.loads((dst / "config.json").read_text())["num_attention_heads"] > 0  # replaced by the derivative's
+    assert cli("verify", src, dst).exit_code == 0
+
+
+@pytest.mark.parametrize("where", ["inside", "contains"])
+def test_a_destination_nested_with_the_source_is_refused(pristine, tmp_path, where):
+    if where == "inside":
+        src = tmp_path / "up"
+        shutil.copytree(pristine, src)
+        dst = src / "derivative"
+    else:
+        src = tmp_path / "work" / "up"
+        shutil.copytree(pristine, src)
+        dst = tmp_path / "work"
+    r = cli("mirror", src, "--tp", "3", "--to", dst, "--shard-size", SHARD, "--force")
+    assert r.exit_code == 1 and f"destination {where} the source" in r.output.replace("is inside", "inside"), r.output
+    assert (src / "config.json").is_file() and not (tmp_path / "up" / "derivative").exists()

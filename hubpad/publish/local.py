@@ -39,9 +39,10 @@ class LocalPublisher(Publisher):
             if manifest.is_file():
                 existing = read_existing_manifest(manifest.read_bytes(), self.label, self.force)
             elif any(self.dst.iterdir()) and not self.force:
-                raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to replace it)")
-        if plan.source.kind == "local" and Path(plan.source.label).absolute() == self.dst:
-            raise HubpadError(f"{self.label}: destination is the source")
+                raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to publish "
+                                  f"into it; its other files are kept)")
+        if plan.source.kind == "local":
+            _check_apart(Path(plan.source.label).resolve(), self.dst.resolve(), self.label)
         self.dst.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.dst.parent / f".{self.dst.name}.hubpad-tmp-{os.getpid()}"
         if self.tmp.exists():
@@ -102,6 +103,7 @@ class LocalPublisher(Publisher):
     def publish(self, manifest: dict) -> None:
         old = None
         if self.dst.exists():
+            self._carry_over_foreign_files()
             old = self.dst.parent / f".{self.dst.name}.hubpad-old-{os.getpid()}"
             os.rename(self.dst, old)
         os.rename(self.tmp, self.dst)
@@ -109,6 +111,19 @@ class LocalPublisher(Publisher):
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         self.summary.url = str(self.dst)
+
+    def _carry_over_foreign_files(self) -> None:
+        """hubpad never deletes files it did not create: what DST holds beside an earlier derivative (or, under
+        --force, everything of a folder hubpad did not make) moves into the new build unless the build replaces it."""
+        made = set()
+        if self.existing:
+            files = self.existing.get("files", {})
+            made = {s.get("name") for s in self.existing.get("shards", [])} | set(files.get("generated", [])) \
+                | set(files.get("copied", [])) | {MANIFEST}
+        made_top = {Path(p).parts[0] for p in made if p and Path(p).parts}
+        for entry in self.dst.iterdir():
+            if entry.name not in made_top and not (self.tmp / entry.name).exists():
+                os.rename(entry, self.tmp / entry.name)
 
     def read_published(self, path: str) -> bytes | None:
         p = self.dst / path
@@ -135,3 +150,11 @@ class LocalPublisher(Publisher):
         self.summary.peak_disk = max(self.summary.peak_disk, used)
 
 
+def _check_apart(src: Path, dst: Path, label: str) -> None:
+    """A local DST must be neither SRC nor nested with it: swapping DST in would replace (or move) the source."""
+    if dst == src:
+        raise HubpadError(f"{label}: destination is the source")
+    if src in dst.parents:
+        raise HubpadError(f"{label}: destination is inside the source {src}")
+    if dst in src.parents:
+        raise HubpadError(f"{label}: destination contains the source {src}")
