@@ -39,8 +39,8 @@ class LocalPublisher(Publisher):
             if manifest.is_file():
                 existing = read_existing_manifest(manifest.read_bytes(), self.label, self.force)
             elif any(self.dst.iterdir()) and not self.force:
-                raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to publish "
-                                  f"into it; its other files are kept)")
+                raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to "
+                                  f"publish into it; its other files are kept)")
         if plan.source.kind == "local":
             _check_apart(Path(plan.source.label).resolve(), self.dst.resolve(), self.label)
         self.dst.parent.mkdir(parents=True, exist_ok=True)
