@@ -150,3 +150,23 @@ def test_a_destination_nested_with_the_source_is_refused(pristine, tmp_path, whe
     r = cli("mirror", src, "--tp", "3", "--to", dst, "--shard-size", SHARD, "--force")
     assert r.exit_code == 1 and f"destination {where} the source" in r.output.replace("is inside", "inside"), r.output
     assert (src / "config.json").is_file() and not (tmp_path / "up" / "derivative").exists()
+
+
+def test_a_second_run_into_the_same_local_target_waits_for_none(pristine, tmp_path):
+    """Two runs publishing into one local DST at once: the second fails at once, in one line, and the first's
+    result is untouched (their final renames must not interleave)."""
+    import fcntl
+
+    src, dst = tmp_path / "up", tmp_path / "dst"
+    shutil.copytree(pristine, src)
+    _mirror(src, dst)
+    before = _shards(dst)
+    _change_last_tensor_bytes(src)
+    with open(tmp_path / ".dst.hubpad-lock", "a+b") as held:  # what a run in progress holds
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = cli("mirror", src, "--tp", "3", "--to", dst, "--shard-size", SHARD)
+    assert r.exit_code == 1, r.output
+    assert r.output.strip().splitlines()[-1] == f"error: {dst}: another hubpad run is publishing into it; try again " \
+                                                "when it is done"
+    assert _shards(dst) == before
+    _mirror(src, dst)  # released: the next run goes ahead

@@ -5,6 +5,7 @@ A run that fails or is killed leaves only a `.<name>.hubpad-tmp-*` folder, never
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -29,6 +30,7 @@ class LocalPublisher(Publisher):
         self.summary = Summary()
         self.tmp: Path | None = None
         self.existing: dict | None = None
+        self._lock_file = None
 
     def prepare(self, plan: Plan) -> dict | None:
         existing = None
@@ -44,6 +46,7 @@ class LocalPublisher(Publisher):
         if plan.source.kind == "local":
             _check_apart(Path(plan.source.label).resolve(), self.dst.resolve(), self.label)
         self.dst.parent.mkdir(parents=True, exist_ok=True)
+        self._lock()
         self.tmp = self.dst.parent / f".{self.dst.name}.hubpad-tmp-{os.getpid()}"
         if self.tmp.exists():
             shutil.rmtree(self.tmp)
@@ -108,9 +111,32 @@ class LocalPublisher(Publisher):
             os.rename(self.dst, old)
         os.rename(self.tmp, self.dst)
         self.tmp = None
+        self._unlock()
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         self.summary.url = str(self.dst)
+
+    def _lock(self) -> None:
+        """One run at a time per DST (a second fails at once): the final renames of two runs must not interleave.
+        The lock file lives beside DST only while a run holds it."""
+        path = self.dst.parent / f".{self.dst.name}.hubpad-lock"
+        self._lock_file = open(path, "a+b")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # Locked a file the run before us had already removed? Then someone else may hold the new one.
+            held = os.fstat(self._lock_file.fileno()).st_ino == os.stat(path).st_ino
+        except (BlockingIOError, FileNotFoundError):
+            held = False
+        if not held:
+            self._lock_file.close()
+            self._lock_file = None
+            raise HubpadError(f"{self.label}: another hubpad run is publishing into it; try again when it is done")
+
+    def _unlock(self) -> None:
+        if self._lock_file is not None:
+            Path(self._lock_file.name).unlink(missing_ok=True)  # removed while still held, then released
+            self._lock_file.close()
+            self._lock_file = None
 
     def _carry_over_foreign_files(self) -> None:
         """hubpad never deletes files it did not create: what DST holds beside an earlier derivative (or, under
@@ -143,6 +169,7 @@ class LocalPublisher(Publisher):
         if self.tmp is not None and self.tmp.exists():
             shutil.rmtree(self.tmp, ignore_errors=True)
         self.tmp = None
+        self._unlock()
 
     def _track_disk(self) -> None:
         # A kept shard hard-linked from DST (two links) takes no new space.
