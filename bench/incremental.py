@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-from pathlib import Path
 
 from _common import (
     ROOT,

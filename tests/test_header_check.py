@@ -6,7 +6,6 @@ incremental run the block record (made from a checked full read) vouches for the
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -16,7 +15,6 @@ from hubpad.publish.local import LocalPublisher
 from hubpad.run.mirror import run_mirror
 from hubpad.source.local import LocalSource
 from hubpad.testing import build_tiny_hy3
-from tests.helpers import cli
 from tests.test_hub_mirror import SHARD, TARGET, UP, _hubpad_commits, _mirror  # noqa: F401
 from tests.test_hub_mirror import upstream  # noqa: F401  (fixture)
 from tests.test_incremental_ranges import F1, F2, BLOCK, _change_second_file, _manifest, small_blocks  # noqa: F401
