@@ -9,7 +9,7 @@ from itertools import compress
 from operator import attrgetter, ne, or_
 
 from hubpad import FORMAT_VERSION, __version__
-from hubpad.formats.safetensors import TensorInfo, encode_header_columns
+from hubpad.formats.safetensors import TensorInfo, encode_header_columns, encoded_header_size
 from hubpad.plan.adapters.base import Adapter
 from hubpad.plan.quant import QuantConfig
 from hubpad.source.base import FileEntry, Source
@@ -67,6 +67,11 @@ class ShardPlan:
         as large as the upstream ones (24 MB for Hy3), and a mirror needs one shard's at a time."""
         columns = (list(map(attr, self.tensors)) for attr in (_NAME, _DTYPE, _SHAPE, _NBYTES))
         return encode_header_columns(*columns, self.metadata)
+
+    def measure_header(self) -> int:
+        """len(header), counted without encoding it."""
+        columns = (list(map(attr, self.tensors)) for attr in (_NAME, _DTYPE, _SHAPE, _NBYTES))
+        return encoded_header_size(*columns, self.metadata)
 
     @property
     def size(self) -> int:

@@ -16,7 +16,7 @@ def cut_shards(tensors: list[TensorPlan], shard_size: int, metadata: dict[str, s
     shards = []
     for i, group in enumerate(groups, 1):
         shard = ShardPlan(f"model-{i:05d}-of-{n:05d}.safetensors", group, metadata)
-        shard.header_len = len(shard.header)  # encoded once to measure, then dropped (see ShardPlan.header)
+        shard.header_len = shard.measure_header()  # the header itself is encoded when the shard is written
         shards.append(shard)
     return shards
 
