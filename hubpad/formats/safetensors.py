@@ -11,12 +11,14 @@ import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 from bisect import bisect_left
 from collections import Counter
 from itertools import accumulate
 from operator import attrgetter
 
 from hubpad.errors import HubpadError
+from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.util.text import short
 
 # safetensors refuses headers above 100 MB; a larger length field means a corrupt or hostile file.
@@ -43,6 +45,14 @@ class TensorInfo:
     file: str
     start: int
     end: int
+
+    # Copied as it is, a tensor is its own plan (plan.model.TensorPlan's fields): no second object per tensor.
+    op: ClassVar[PadOp] = COPY_OP
+    padded: ClassVar[bool] = False
+
+    @property
+    def src(self) -> TensorInfo:
+        return self
 
     @property
     def nbytes(self) -> int:

@@ -11,7 +11,7 @@ from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.safetensors import TensorInfo
 from hubpad.plan.adapters.base import Role
 from hubpad.plan.gptq_awq import PACKED_RULES, g_idx_tail
-from hubpad.plan.model import PadOp
+from hubpad.formats.recipe import PadOp
 from hubpad.plan.quant import SCALAR_SUFFIXES, ZERO_NIBBLES_INT4, LinearLayout, one_bytes
 
 

@@ -34,7 +34,8 @@ from hubpad.plan.dims import (
     vocab_info,
 )
 from hubpad.plan.heads import HeadShape
-from hubpad.plan.model import COPY_OP, Dim, PadOp, Plan, TensorPlan
+from hubpad.formats.recipe import COPY_OP, PadOp
+from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import _pad2d, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
@@ -390,7 +391,7 @@ def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict
     for module, params in m.params.items():
         role = m.roles[module]
         if role.kind == "copy":
-            plans.extend(TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in params.values())
+            plans.extend(params.values())  # a tensor copied as it is is its own plan
             continue
         lay = m.layouts[module]
         kind = (id(lay), id(role))  # layouts and roles are shared objects
@@ -398,10 +399,11 @@ def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict
         if recipe is None:
             out2, in2 = padded_features(role, lay, hs, h2, kv2, new_inter)
             recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role) for suffix, t in params.items()]
-        plans.extend(TensorPlan(t.name, t.dtype, shape, t, op, t.end - t.start if nbytes is None else nbytes)
+        plans.extend(t if nbytes is None and op.kind == "copy" else TensorPlan(t.name, t.dtype, shape, t, op,
+                                                                           t.nbytes if nbytes is None else nbytes)
                      for t, (op, shape, nbytes) in zip(params.values(), recipe))
-    plans.extend(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)) if t.name in m.head_vectors
-                 else TensorPlan(t.name, t.dtype, t.shape, t, COPY_OP, t.end - t.start) for t in m.plain.values())
+    plans.extend(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)) if t.name in m.head_vectors else t
+                 for t in m.plain.values())
     return plans
 
 
@@ -435,9 +437,9 @@ def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int,
     return out2, in2
 
 
-def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan:
+def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan | TensorInfo:
     if op.kind == "copy" and shape == t.shape:  # most tensors: size already checked against the shape by the header
-        return TensorPlan(t.name, t.dtype, t.shape, t, op, t.end - t.start)
+        return t
     if op.kind == "copy":
         nbytes = t.nbytes
     elif op.kind == "pad":
