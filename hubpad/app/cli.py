@@ -129,15 +129,16 @@ def _show_plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard
         click.echo(json.dumps(advice.to_json(), indent=2) if as_json else advice_text(advice))
         return
     p = make_plan(open_source(src, revision), sizes[0], shard_size)
-    data = p.to_json()
-    if parts:
-        data["parts"] = split_parts(p, parts)
+    split = split_parts(p, parts) if parts else None
     set_outputs({"total_bytes": p.bytes_out, "shard_count": len(p.shards), "upstream_sha": p.source.commit or "",
                  "changed": p.needs_padding})
     if as_json:
+        data = p.to_json()
+        if split is not None:
+            data["parts"] = split
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(plan_text(p, data.get("parts")))
+        click.echo(plan_text(p, split))
 
 
 # ------------------------------------------------------------------------------------------------ mirror

@@ -43,6 +43,7 @@ class ShardPlan:
     tensors: list[TensorPlan]
     metadata: dict[str, str]
     header_len: int = 0  # len(header), set when the shard is cut
+    data_len: int = 0  # the tensors' bytes, set when the shard is cut
 
     @property
     def header(self) -> bytes:
@@ -58,7 +59,7 @@ class ShardPlan:
 
     @property
     def size(self) -> int:
-        return self.header_len + sum(map(_NBYTES, self.tensors))
+        return self.header_len + self.data_len
 
     def source_ranges(self) -> dict[str, list[list[int]]]:
         """Per upstream file, the coalesced byte ranges this shard is built from.

@@ -11,11 +11,12 @@ from hubpad.plan.model import Plan, ShardPlan, TensorPlan
 
 def cut_shards(tensors: list[TensorPlan], shard_size: int, metadata: dict[str, str]) -> list[ShardPlan]:
     """Cut output shards at `shard_size` (a larger tensor gets a shard of its own), keeping upstream order."""
-    groups = [tensors[i:j] for i, j in _cuts(list(map(_NBYTES, tensors)), shard_size)] or [[]]
-    n = len(groups)
+    sizes = list(map(_NBYTES, tensors))
+    cuts = _cuts(sizes, shard_size) or [(0, 0)]
     shards = []
-    for i, group in enumerate(groups, 1):
-        shard = ShardPlan(f"model-{i:05d}-of-{n:05d}.safetensors", group, metadata)
+    for k, (i, j) in enumerate(cuts, 1):
+        shard = ShardPlan(f"model-{k:05d}-of-{len(cuts):05d}.safetensors", tensors[i:j], metadata,
+                          data_len=sum(sizes[i:j]))
         shard.header_len = shard.measure_header()  # the header itself is encoded when the shard is written
         shards.append(shard)
     return shards
