@@ -8,7 +8,8 @@ Bars: bytes read from upstream <= 1.01 x the upstream shard bytes; end-to-end ti
 interpreter start and publish commit included) <= 1.1 x max(download time, upload time) (issue 13) when --max-disk allows
 pipelining; peak disk <= 2 x the output shard size.
 
-    python bench/hub_mirror.py [--dir DIR] [--rate 50e6] [--shard-size 64MB] [--serial]
+    python bench/hub_mirror.py [--dir DIR] [--rate 50e6] [--shard-size 96MB] [--layers 2] [--commit-latency 0]
+                               [--serial]
 """
 
 from __future__ import annotations
@@ -103,19 +104,27 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--rate", type=float, default=50e6, help="link throttle, bytes/s, both directions")
     ap.add_argument("--shard-size", default="96MB")
+    ap.add_argument("--layers", type=int, default=2,
+                    help="Hy3 layers of the upstream (2: 0.87 GB, 10 output shards; 8: 3.4 GB, ~36 shards, the real "
+                         "model's shard count, so the pipeline's fill is the real share of the run)")
     ap.add_argument("--serial", action="store_true", help="also run with --max-disk of one shard (no pipelining)")
+    ap.add_argument("--commit-latency", type=float, default=0.0,
+                    help="seconds the emulator holds every commit before making it (the real Hub takes a while to "
+                         "commit; 0: none)")
     args = ap.parse_args()
     work, temp = bench_dir(args.dir, "hub")
     from hubpad.util.sizes import parse_size
 
     shard_size = parse_size(args.shard_size)
-    src = cached_checkpoint(work / "Hy3-hub", hy3_config(2, 6, vocab=4096), 3)
+    src = cached_checkpoint(work / f"Hy3-hub-{args.layers}", hy3_config(args.layers, 6, vocab=4096), 3)
     files = shard_files(src)
     up_bytes = sum(f.stat().st_size for f in files)
     emu = Emulator(work / "emulator")
     try:
         emu.seed_dir(UP, src)
         emu.hub.set_throttle(args.rate, args.rate)
+        if args.commit_latency:
+            emu.hub.faults.delay(r"/api/models/.*/commit/", args.commit_latency, times=None, method="POST")
         print(f"upstream: {len(files)} shards, {mb(up_bytes)}; link {args.rate / 1e6:.0f} MB/s down and up", flush=True)
         t_down = download_all(emu, UP, [f.name for f in files])
         print(f"plain download: {t_down:.1f}s", flush=True)
@@ -153,7 +162,7 @@ def main() -> None:
                          f"{mb(x['peak'])} ({x['peak'] / x['biggest']:.2f} x shard)"])
         print()
         print(f"{len(files)} upstream shards ({mb(up_bytes)}) -> {p['n']} output shards of <= {mb(p['biggest'])}; "
-              f"link {args.rate / 1e6:.0f} MB/s each way")
+              f"link {args.rate / 1e6:.0f} MB/s each way; commits held {args.commit_latency:g} s")
         print(table(["run", "seconds", "bytes", "time / max(down, up)", "peak disk"], rows))
         print()
         finish([

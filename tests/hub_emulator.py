@@ -621,7 +621,8 @@ class RateLimiter:
 
 @dataclasses.dataclass
 class Fault:
-    """One injected fault: fires on up to ``times`` matching requests (``times=None``: forever)."""
+    """One injected fault: fires on up to ``times`` matching requests (``times=None``: forever), after letting the
+    first ``params["skip"]`` of them through (``skip``: 0 unless given)."""
 
     kind: str
     path: str = ".*"
@@ -630,6 +631,7 @@ class Fault:
     times: int | None = 1
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     fired: int = 0
+    skipped: int = 0
 
     def __post_init__(self):
         self._path_re = re.compile(self.path)
@@ -685,13 +687,14 @@ class Faults:
 
     def status(self, code: int, path: str = ".*", *, times: int | None = 1, method: str | None = None,
                origin: str | None = None, retry_after: float | None = None, headers: dict[str, str] | None = None,
-               message: str | None = None) -> Fault:
-        """Answer ``code`` instead of serving the request. 429 gets ``Retry-After: 1`` unless told otherwise."""
+               message: str | None = None, skip: int = 0) -> Fault:
+        """Answer ``code`` instead of serving the request (after letting ``skip`` matching requests through). 429 gets
+        ``Retry-After: 1`` unless told otherwise."""
         if retry_after is None and code == 429:
             retry_after = 1
         return self.add("status", path, method=method, origin=origin, times=times, code=int(code),
                         retry_after=retry_after, headers=dict(headers or {}),
-                        message=message or f"Injected fault: HTTP {code}")
+                        message=message or f"Injected fault: HTTP {code}", skip=int(skip))
 
     def delay(self, path: str, seconds: float, *, times: int | None = 1, method: str | None = None,
               origin: str | None = None) -> Fault:
@@ -743,6 +746,9 @@ class Faults:
             for kind in kinds:
                 for rule in self._rules:
                     if rule.kind == kind and rule.matches(method, path, origin):
+                        if rule.skipped < rule.params.get("skip", 0):  # let the first `skip` requests through
+                            rule.skipped += 1
+                            continue
                         rule.fired += 1
                         out[kind] = rule
                         break

@@ -328,3 +328,36 @@ def test_token_problems_are_one_plain_line(hub, upstream, monkeypatch):
     last = r.output.strip().splitlines()[-1]
     assert r.exit_code == 1 and last.startswith("error: target alice/x: create: Hub error 403 Forbidden"), r.output
     assert hub.read_token not in r.output
+
+
+def test_next_shard_uploads_while_the_last_one_is_committed(hub, upstream):
+    # The real Hub takes a while to make a commit: the link must not wait for it.
+    hub.faults.delay(r"/commit/hubpad-staging$", 0.5, method="POST", times=None)
+    hub.set_throttle(up_bytes_per_s=8_000_000)  # a 4 MB shard uploads in about as long as a commit takes
+    summary = _mirror("--max-disk", "10MB")
+    log = hub.requests
+    commits = [e for e in log if e.kind == "commit" and e.path.endswith("/commit/hubpad-staging")]
+    uploads = [e for e in log if e.kind in ("lfs-upload", "lfs-part")]
+    assert len(commits) == len(summary["shards_built"]) >= 3 and uploads
+    overlapped = [c for c in commits if any(u.timestamp < c.timestamp + c.duration and c.timestamp < u.timestamp + u.duration
+                                            for u in uploads)]
+    assert len(overlapped) >= len(commits) - 1, [(c.timestamp, c.duration) for c in commits]  # all but the last
+    assert len(_hubpad_commits(hub)) == 1
+    assert cli("verify", UP, TARGET).exit_code == 0
+
+
+def test_failed_staging_commit_fails_cleanly_and_the_rerun_resumes(hub, upstream):
+    # Staging commits after the first fail for good (they now run beside the next upload): the run stops with one
+    # line and publishes nothing; the next run reuses the staged shard and builds the rest.
+    hub.faults.status(422, r"/commit/hubpad-staging$", method="POST", times=None, skip=1)
+    r = _mirror(check=False)
+    assert r.exit_code == 1, r.output
+    assert "Traceback" not in r.output and ": stage model-" in r.output, r.output
+    assert len(_hubpad_commits(hub)) == 0
+    staged = [p for p in hub.files(TARGET, "hubpad-staging") if p.endswith(".safetensors")]
+    assert len(staged) == 1
+    hub.faults.clear()
+    summary = _mirror()
+    assert summary["shards_reused"] == staged and staged[0] not in summary["shards_built"]
+    assert len(_hubpad_commits(hub)) == 1
+    assert cli("verify", UP, TARGET).exit_code == 0

@@ -88,8 +88,12 @@ class HubPublisher(Publisher):
         self.built: list[str] = []
         self.existing_files: set[str] = set()
         self.plan: Plan | None = None
+        # A shard's bytes go up on `upload`; its staging commit then runs on `stage-commit`, in shard order, while
+        # the next shard uploads: the link never waits for a commit.
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload")
+        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-commit")
         self._pending: Future | None = None
+        self._commits: list[Future] = []
         self._disk_lock = threading.Lock()
         self._on_disk = 0
 
@@ -203,6 +207,8 @@ class HubPublisher(Publisher):
         size = next(s.size for s in self.plan.shards if s.name == name)
         if self._pending is not None and (self.max_disk is None or self._on_disk + size > self.max_disk):
             self._wait_upload()
+        if self.max_disk is not None and self._on_disk + size > self.max_disk:
+            self._wait_staged()  # a file the Hub takes inline leaves the disk only with its staging commit
         with self._disk_lock:
             self._on_disk += size
             self.summary.peak_disk = max(self.summary.peak_disk, self._on_disk)
@@ -214,9 +220,20 @@ class HubPublisher(Publisher):
         self.built.append(entry["name"])
 
     def _wait_upload(self) -> None:
+        """Wait for the upload in flight; raise the first failure of it or of any staging commit so far."""
         if self._pending is not None:
             future, self._pending = self._pending, None
             future.result()
+        for commit in self._commits:
+            if commit.done():
+                commit.result()
+
+    def _wait_staged(self) -> None:
+        """Wait until every built shard is uploaded and its staging commit made."""
+        self._wait_upload()
+        commits, self._commits = self._commits, []
+        for commit in commits:
+            commit.result()
 
     def _record(self, entry: dict, upstream_files: dict[str, dict] | None = None) -> tuple[str, bytes]:
         record = {"format_version": FORMAT_VERSION, "tp": self.plan.tp, "upstream": self.plan.source.label,
@@ -226,23 +243,42 @@ class HubPublisher(Publisher):
         return f"{STAGING_DIR}/{entry['name']}.json", dumps(record).encode()
 
     def _stage(self, entry: dict, path: Path) -> None:
-        """Upload one shard to the staging branch together with its staging record, in one commit."""
+        """Upload one shard's bytes, free its disk, and queue the staging commit (the shard with its record)."""
         from huggingface_hub import CommitOperationAdd
 
         try:
             op = CommitOperationAdd(path_in_repo=entry["name"], path_or_fileobj=str(path))
             op.upload_info.sha256 = bytes.fromhex(entry["sha256"])  # hashed while writing: the file is read once
+            with hub_errors(f"target {self.repo_id}: stage {entry['name']}"):
+                self.api.preupload_lfs_files(self.repo_id, [op], revision=STAGING_BRANCH)
+        except BaseException:
+            self._drop_scratch(path)
+            raise
+        self.summary.bytes_uploaded += entry["size"]
+        # A file the Hub takes inline (not LFS/Xet) is read again by the commit: it stays on disk until then.
+        uploaded = getattr(op, "_is_uploaded", False)
+        if uploaded:
+            self._drop_scratch(path)
+        self._commits.append(self._committer.submit(self._commit_stage, entry, op, None if uploaded else path))
+
+    def _commit_stage(self, entry: dict, op, path: Path | None) -> None:
+        from huggingface_hub import CommitOperationAdd
+
+        try:
             record_path, record = self._record(entry)
             with hub_errors(f"target {self.repo_id}: stage {entry['name']}"):
                 self.api.create_commit(self.repo_id, [op, CommitOperationAdd(record_path, record)],
                                        revision=STAGING_BRANCH, commit_message=f"hubpad: stage {entry['name']}")
             self.staged[entry["name"]] = entry
-            self.summary.bytes_uploaded += entry["size"]
         finally:
-            size = path.stat().st_size if path.exists() else 0
-            path.unlink(missing_ok=True)
-            with self._disk_lock:
-                self._on_disk -= size
+            if path is not None:
+                self._drop_scratch(path)
+
+    def _drop_scratch(self, path: Path) -> None:
+        size = path.stat().st_size if path.exists() else 0
+        path.unlink(missing_ok=True)
+        with self._disk_lock:
+            self._on_disk -= size
 
     def settle_published(self) -> None:
         """Up to date: a run that made the publish commit but stopped before tagging it (or before dropping the
@@ -264,7 +300,7 @@ class HubPublisher(Publisher):
         needs them, and it reads no upstream file itself)."""
         from huggingface_hub import CommitOperationAdd
 
-        self._wait_upload()
+        self._wait_staged()
         ops = []
         for entry in entries:
             if entry["name"] not in self.built:
@@ -431,7 +467,7 @@ class HubPublisher(Publisher):
     def publish(self, manifest: dict) -> None:
         """One commit on the branch: staged shards copied in, upstream files copied server-side (streamed where the
         Hub cannot copy them), small files added, hubpad's own stale files deleted; then tag it, drop staging."""
-        self._wait_upload()
+        self._wait_staged()
         if self.upstream_copies:
             self._check_copyable()
         info = self._commit_publish(manifest)
@@ -502,12 +538,13 @@ class HubPublisher(Publisher):
     def abort(self) -> None:
         """Staged shards stay on the staging branch for the next run; local scratch files go."""
         try:
-            self._wait_upload()
+            self._wait_staged()
         except BaseException:
             pass
         self._cleanup()
 
     def _cleanup(self) -> None:
         self._pool.shutdown(wait=True)
+        self._committer.shutdown(wait=True)
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
