@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
+from typing import ClassVar
 
 from hubpad.errors import HubpadError
 from hubpad.formats.recipe import COPY_OP, PadOp
@@ -196,7 +196,7 @@ def encode_header_columns(names: Sequence[str], dtypes: Sequence[str], shapes: S
     """`encode_header` of the entries zip(names, dtypes, shapes, sizes), given as columns (no tuple per entry)."""
     if len(set(names) | {"__metadata__"}) != len(names) + 1:  # repeated names collapse as in a dict: keep that
         return _encode_header_dict(list(zip(names, dtypes, shapes, sizes)), metadata)
-    parts = [f'"__metadata__":{json.dumps(metadata, separators=(",", ":"))}'] if metadata else []
+    parts = [_metadata_entry(metadata)] if metadata else []
     kinds = list(zip(dtypes, shapes))
     middle = {kind: _middle(kind) for kind in set(kinds)}
     ends = list(accumulate(sizes))
@@ -214,7 +214,7 @@ def encoded_header_size(names: Sequence[str], dtypes: Sequence[str], shapes: Seq
     n = len(names)
     size = 2 + max(n - 1, 0)  # the braces and the commas between entries
     if metadata:
-        size += len(f'"__metadata__":{json.dumps(metadata, separators=(",", ":"))}') + (1 if n else 0)
+        size += len(_metadata_entry(metadata)) + (1 if n else 0)
     size += sum(map(len, map(_json_str, names)))
     size += sum(count * len(_middle(kind)) for kind, count in Counter(zip(dtypes, shapes)).items())
     ends = list(accumulate(sizes))
@@ -229,6 +229,10 @@ def _digits(ascending: list[int]) -> int:
         total += len(ascending) - bisect_left(ascending, power)
         power *= 10
     return total
+
+
+def _metadata_entry(metadata: dict[str, str]) -> str:
+    return f'"__metadata__":{json.dumps(metadata, separators=(",", ":"))}'
 
 
 def _middle(kind: tuple[str, tuple[int, ...]]) -> str:

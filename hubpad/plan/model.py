@@ -49,13 +49,15 @@ class ShardPlan:
     def header(self) -> bytes:
         """The safetensors header (length prefix, JSON, padding), encoded when asked: a real plan's headers are
         as large as the upstream ones (24 MB for Hy3), and a mirror needs one shard's at a time."""
-        columns = (list(map(attr, self.tensors)) for attr in (_NAME, _DTYPE, _SHAPE, _NBYTES))
-        return encode_header_columns(*columns, self.metadata)
+        return encode_header_columns(*self._columns(), self.metadata)
 
     def measure_header(self) -> int:
         """len(header), counted without encoding it."""
-        columns = (list(map(attr, self.tensors)) for attr in (_NAME, _DTYPE, _SHAPE, _NBYTES))
-        return encoded_header_size(*columns, self.metadata)
+        return encoded_header_size(*self._columns(), self.metadata)
+
+    def _columns(self) -> list[list]:
+        """Names, dtypes, shapes and byte sizes of the tensors, as four lists (the header's entries)."""
+        return [list(map(attr, self.tensors)) for attr in (_NAME, _DTYPE, _SHAPE, _NBYTES)]
 
     @property
     def size(self) -> int:

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hubpad.errors import ConfigError, HubpadError
+from hubpad.formats.recipe import PadOp
 from hubpad.formats.safetensors import TensorInfo
 from hubpad.plan.adapters.base import Role
 from hubpad.plan.gptq_awq import PACKED_RULES, g_idx_tail
-from hubpad.formats.recipe import PadOp
 from hubpad.plan.quant import SCALAR_SUFFIXES, ZERO_NIBBLES_INT4, LinearLayout, one_bytes
 
 

@@ -21,6 +21,7 @@ from operator import attrgetter
 
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
+from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
 from hubpad.plan.adapters import adapter_for, check_config_values, check_refused
 from hubpad.plan.adapters.base import COPY, Adapter, Role
@@ -34,7 +35,6 @@ from hubpad.plan.dims import (
     vocab_info,
 )
 from hubpad.plan.heads import HeadShape
-from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import _pad2d, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
@@ -399,8 +399,8 @@ def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict
         if recipe is None:
             out2, in2 = padded_features(role, lay, hs, h2, kv2, new_inter)
             recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role) for suffix, t in params.items()]
-        plans.extend(t if nbytes is None and op.kind == "copy" else TensorPlan(t.name, t.dtype, shape, t, op,
-                                                                           t.nbytes if nbytes is None else nbytes)
+        plans.extend(t if nbytes is None and op.kind == "copy"  # copied as it is: its own plan
+                     else TensorPlan(t.name, t.dtype, shape, t, op, t.nbytes if nbytes is None else nbytes)
                      for t, (op, shape, nbytes) in zip(params.values(), recipe))
     plans.extend(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)) if t.name in m.head_vectors else t
                  for t in m.plain.values())
