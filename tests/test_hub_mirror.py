@@ -353,6 +353,7 @@ def test_failed_staging_commit_fails_cleanly_and_the_rerun_resumes(hub, upstream
     r = _mirror(check=False)
     assert r.exit_code == 1, r.output
     assert "Traceback" not in r.output and ": stage model-" in r.output, r.output
+    assert hub.token not in r.output
     assert len(_hubpad_commits(hub)) == 0
     staged = [p for p in hub.files(TARGET, "hubpad-staging") if p.endswith(".safetensors")]
     assert len(staged) == 1
