@@ -55,6 +55,9 @@ class Publisher(ABC):
     def shard_path(self, name: str) -> Path:
         """Where to write an output shard before handing it over."""
 
+    def reserve_disk(self, path: Path, n: int) -> None:
+        """Called before `n` more bytes of the shard at `path` are written: may wait for room (Hub: --max-disk)."""
+
     @abstractmethod
     def put_shard(self, entry: dict, path: Path) -> None:
         """Take a finished shard (its sha256 is in `entry`)."""

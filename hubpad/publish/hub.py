@@ -92,10 +92,13 @@ class HubPublisher(Publisher):
         # the next shard uploads: the link never waits for a commit.
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload")
         self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-commit")
-        self._pending: Future | None = None
+        self._uploads: list[Future] = []  # queued in shard order; one runs at a time
         self._commits: list[Future] = []
-        self._disk_lock = threading.Lock()
+        # Scratch bytes count against --max-disk from the moment they are written until their shard leaves the
+        # disk; `_disk_freed` wakes a writer waiting for room.
+        self._disk_freed = threading.Condition()
         self._on_disk = 0
+        self._scratch: dict[Path, int] = {}
 
     @classmethod
     def for_target(cls, source: Source, dst: str | None, tp: int, **kw) -> "HubPublisher":
@@ -203,34 +206,47 @@ class HubPublisher(Publisher):
         return None
 
     def shard_path(self, name: str) -> Path:
-        # Budget: with room for two shards, shard k+1 is padded while shard k uploads; otherwise wait.
-        size = next(s.size for s in self.plan.shards if s.name == name)
-        if self._pending is not None and (self.max_disk is None or self._on_disk + size > self.max_disk):
-            self._wait_upload()
-        if self.max_disk is not None and self._on_disk + size > self.max_disk:
-            self._wait_staged()  # a file the Hub takes inline leaves the disk only with its staging commit
-        with self._disk_lock:
-            self._on_disk += size
-            self.summary.peak_disk = max(self.summary.peak_disk, self._on_disk)
+        if self.max_disk is None:
+            self._wait_uploads()  # no budget: one shard on disk at a time
         return self.workdir / name
 
+    def reserve_disk(self, path: Path, n: int) -> None:
+        """Wait until `n` more bytes of `path` fit in --max-disk beside the shards still waiting for their upload or
+        staging commit. Byte by byte, not shard by shard: shard k+2 starts filling the room that shards k and k+1
+        leave, so it is nearly built when shard k has gone up and the link never waits for it."""
+        with self._disk_freed:
+            while self.max_disk is not None and self._on_disk + n > self.max_disk:
+                self._raise_failures()
+                if not any(not f.done() for f in self._uploads + self._commits):
+                    raise HubpadError(f"internal error: {path.name} needs {n} bytes over --max-disk "
+                                      f"{human(self.max_disk)} and nothing is left to free them")
+                self._disk_freed.wait(0.05)
+            self._on_disk += n
+            self._scratch[path] = self._scratch.get(path, 0) + n
+            self.summary.peak_disk = max(self.summary.peak_disk, self._on_disk)
+
     def put_shard(self, entry: dict, path: Path) -> None:
-        self._wait_upload()  # at most one upload in flight; staging commits stay in order
-        self._pending = self._pool.submit(self._stage, dict(entry), path)
+        self._raise_failures()
+        self._uploads.append(self._pool.submit(self._stage, dict(entry), path))  # one worker: in shard order
         self.built.append(entry["name"])
 
-    def _wait_upload(self) -> None:
-        """Wait for the upload in flight; raise the first failure of it or of any staging commit so far."""
-        if self._pending is not None:
-            future, self._pending = self._pending, None
+    def _raise_failures(self) -> None:
+        """Raise the first failure of an upload or staging commit that has ended."""
+        for future in self._uploads + self._commits:
+            if future.done():
+                future.result()
+        self._uploads = [f for f in self._uploads if not f.done()]  # ours; `_commits` grows on the upload thread
+
+    def _wait_uploads(self) -> None:
+        """Wait for every queued upload; raise the first failure of them or of any staging commit so far."""
+        uploads, self._uploads = self._uploads, []
+        for future in uploads:
             future.result()
-        for commit in self._commits:
-            if commit.done():
-                commit.result()
+        self._raise_failures()
 
     def _wait_staged(self) -> None:
         """Wait until every built shard is uploaded and its staging commit made."""
-        self._wait_upload()
+        self._wait_uploads()
         commits, self._commits = self._commits, []
         for commit in commits:
             commit.result()
@@ -275,10 +291,10 @@ class HubPublisher(Publisher):
                 self._drop_scratch(path)
 
     def _drop_scratch(self, path: Path) -> None:
-        size = path.stat().st_size if path.exists() else 0
         path.unlink(missing_ok=True)
-        with self._disk_lock:
-            self._on_disk -= size
+        with self._disk_freed:
+            self._on_disk -= self._scratch.pop(path, 0)
+            self._disk_freed.notify_all()
 
     def settle_published(self) -> None:
         """Up to date: a run that made the publish commit but stopped before tagging it (or before dropping the

@@ -11,6 +11,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import ContextManager, Protocol
 
@@ -207,7 +208,8 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
             progress = hooks.progress(shard.name, shard.size)
             inputs.want(shard)
             # A publisher that stages shards keeps them durably itself (the Hub): the local file is scratch, no fsync.
-            digest = build_shard(shard, inputs.reader, path, on_bytes=progress.update, durable=not publisher.stages)
+            digest = build_shard(shard, inputs.reader, path, on_bytes=progress.update, durable=not publisher.stages,
+                                 reserve=partial(publisher.reserve_disk, path))
             progress.close()
             inputs.finish(i)
         summary.bytes_written += shard.size

@@ -93,16 +93,18 @@ def _pad_columns(op, reader: VerifiedReader, pos: int, out: ShardWriter) -> None
 
 
 def build_shard(shard: ShardPlan, readers: Callable[[str], VerifiedReader], path: Path | None,
-                on_bytes: Callable[[int], None] | None = None, durable: bool = True) -> str:
+                on_bytes: Callable[[int], None] | None = None, durable: bool = True,
+                reserve: Callable[[int], None] | None = None) -> str:
     """Write one output shard to `path`; returns its sha256. `readers(file)` gives each source file's reader.
 
-    `path` None computes the sha256 only (nothing is written); `durable` False skips the fsync (scratch files)."""
+    `path` None computes the sha256 only (nothing is written); `durable` False skips the fsync (scratch files);
+    `reserve(n)` is called before n more bytes are written (it may wait for disk)."""
     ends: dict[str, int] = {}
     for t in shard.tensors:
         ends[t.src.file] = max(ends.get(t.src.file, 0), t.src.end)
     for file, end in ends.items():
         readers(file).set_window(end)
-    out = ShardWriter(path, on_bytes, durable)
+    out = ShardWriter(path, on_bytes, durable, reserve)
     try:
         out.write(shard.header)
         for t in shard.tensors:

@@ -20,12 +20,15 @@ class ShardWriter:
     shard against bytes already somewhere else), a HashQueue hashes what it is given on a thread, by reference.
     """
 
-    def __init__(self, path: Path | None, on_bytes: Callable[[int], None] | None = None, durable: bool = True) -> None:
-        """`durable` False: no fsync (a scratch file that is uploaded, then deleted)."""
+    def __init__(self, path: Path | None, on_bytes: Callable[[int], None] | None = None, durable: bool = True,
+                 reserve: Callable[[int], None] | None = None) -> None:
+        """`durable` False: no fsync (a scratch file that is uploaded, then deleted). `reserve(n)` is called before
+        n more bytes go to the file, and may wait (a disk budget)."""
         self.path = path
         self.size = 0
         self._hash = hashlib.sha256()
         self._on_bytes = on_bytes
+        self._reserve = reserve if path is not None else None
         self._sink = FileSink(path, durable, self._hash.update) if path is not None else None
         self._queue = HashQueue("hash-only") if path is None else None
 
@@ -33,6 +36,8 @@ class ShardWriter:
         self._check()
         view = memoryview(data)
         if self._sink is not None:
+            if self._reserve:
+                self._reserve(len(view))
             self._sink.write(view)
         else:
             self._queue.submit(self._hash.update, view)
@@ -49,6 +54,8 @@ class ShardWriter:
             self._check()
             dst = self._sink.reserve(min(PIECE, end - start))
             take = len(dst)
+            if self._reserve:
+                self._reserve(take)
             reader.readinto(start, dst)
             del dst
             self._sink.commit(take)
