@@ -16,7 +16,6 @@ import gc
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from itertools import repeat
 from operator import attrgetter
 
 from hubpad.errors import ConfigError, HubpadError
@@ -187,14 +186,16 @@ def _read_headers(source: Source, entries: list[FileEntry],
                   weight_map: dict | None) -> tuple[list[SafetensorsHeader], dict[str, TensorInfo]]:
     """Every shard's header, and every tensor by name: each once, where the index's `weight_map` says.
 
-    Each header is checked against the index as soon as it is read, and its names leave `weight_map` then: Hy3's
-    185k-name index is freed while the headers come in, not held beside them. The errors are those of reading
-    everything first: a bad header, then a tensor in two shards, then the first misplaced tensor, then the first
-    (sorted) name of the index no header holds.
+    The index is kept only as its names grouped by file (Hy3's 185k-entry dict, with a file-name string per entry,
+    is twice that), and each file's names are dropped once its header matched them. Any mismatch is explained by
+    `_raise_index_mismatch` from the index read again, with the errors of reading everything first: a bad header,
+    then a tensor in two shards, then the first misplaced tensor, then the first (sorted) name no header holds.
     """
+    listed = _names_by_file(weight_map) if weight_map is not None else None
+    del weight_map
     headers: list[SafetensorsHeader] = []
     infos: dict[str, TensorInfo] = {}
-    duplicate = misplaced = False
+    duplicate = mismatch = False
     for entry in entries:
         h = read_header(source, entry)
         headers.append(h)
@@ -202,18 +203,37 @@ def _read_headers(source: Source, entries: list[FileEntry],
         size = len(infos)
         infos.update(zip(names, h.tensors))
         duplicate = duplicate or len(infos) != size + len(names)
-        if weight_map is not None and not misplaced and not duplicate:
-            indexed = list(map(weight_map.pop, names, repeat(None)))
-            misplaced = indexed.count(h.file) != len(indexed) and (h, names, indexed)
+        if listed is not None and not mismatch and not duplicate:
+            expected = listed.pop(h.file, ())
+            mismatch = len(expected) != len(names) or set(expected) != set(names)
     if duplicate:
         _raise_duplicate(headers)
-    if misplaced:
-        h, names, indexed = misplaced
-        i = next(i for i, f in enumerate(indexed) if f != h.file)
-        raise ConfigError(f"{INDEX}: tensor {names[i]!r} is in {h.file} but the index says {indexed[i]!r}")
+    if mismatch or listed:
+        _raise_index_mismatch(read_json(source, INDEX).get("weight_map") or {}, headers)
+    return headers, infos
+
+
+def _names_by_file(weight_map: dict) -> dict[str, list[str]]:
+    """The index's tensor names, grouped by the file it gives for each."""
+    groups: dict[str, list[str]] = {}
+    for name, file in weight_map.items():
+        group = groups.get(file)
+        if group is None:
+            group = groups[file] = []
+        group.append(name)
+    return groups
+
+
+def _raise_index_mismatch(weight_map: dict, headers: list[SafetensorsHeader]) -> None:
+    """Name the first tensor (in file order) the index places elsewhere, else the first name no header holds."""
+    for h in headers:
+        for t in h.tensors:
+            indexed = weight_map.pop(t.name, None)
+            if indexed != h.file:
+                raise ConfigError(f"{INDEX}: tensor {t.name!r} is in {h.file} but the index says {indexed!r}")
     if weight_map:
         raise ConfigError(f"{INDEX}: tensor {min(weight_map)!r} is listed but not in any shard header")
-    return headers, infos
+    raise HubpadError(f"internal error: {INDEX} and the shard headers disagree, but on no tensor")
 
 
 _NAME = attrgetter("name")
@@ -243,7 +263,7 @@ def _required(config: dict, key: str):
     return config[key]
 
 
-_LINEAR_SUFFIXES = frozenset(LINEAR_SUFFIXES)
+_LINEAR_SUFFIXES = {s: s for s in LINEAR_SUFFIXES}
 
 
 def _upstream_order(tensors: list[TensorPlan], weight_names: list[str]) -> list[TensorPlan]:
@@ -269,7 +289,8 @@ def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig
     surely_linear = frozenset(s for s in _LINEAR_SUFFIXES if adapter.never_copy_param(s))  # most names: one lookup
     for name, t in infos.items():
         module, _, suffix = name.rpartition(".")  # `<module>.<suffix>` of a linear layer?
-        if module and (suffix in surely_linear or suffix in _LINEAR_SUFFIXES and not adapter.is_copy_param(name)):
+        suffix = _LINEAR_SUFFIXES.get(suffix)  # the one string per suffix, not one per tensor (185k for Hy3)
+        if module and suffix and (suffix in surely_linear or not adapter.is_copy_param(name)):
             group = params.get(module)
             if group is None:
                 group = params[module] = {}
