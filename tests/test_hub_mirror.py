@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hubpad.testing import build_tiny_hy3, write_checkpoint
+from hubpad.util.sizes import human
 from tests.helpers import ROOT, cli
 
 UP = "RedHatAI/Tiny-Hy3"
@@ -282,6 +283,30 @@ def test_scratch_disk_never_exceeds_max_disk(hub, upstream, max_disk, tmp_path):
     if max_disk == 10_000_000:  # room for two shards of <= 4 MB and 2 MB more: a third starts while the first uploads
         assert disk.most_files >= 3
     assert cli("verify", UP, TARGET).exit_code == 0
+
+
+@pytest.mark.parametrize("free_shards", [None, 2])
+def test_without_max_disk_the_budget_follows_the_free_disk(hub, upstream, free_shards, tmp_path, monkeypatch):
+    # No --max-disk: two shards of scratch (pipelined) where the workdir's filesystem has them with a tenth to spare,
+    # else one. `free_shards` 2: the filesystem reports exactly two of the largest shards free.
+    planned = json.loads(cli("plan", UP, "--tp", "3", "--shard-size", SHARD, "--json").stdout)
+    biggest = max(s["size"] for s in planned["shards"])
+    if free_shards is not None:
+        import hubpad.publish.hub as hub_publisher
+
+        real = hub_publisher.shutil.disk_usage
+        monkeypatch.setattr(hub_publisher.shutil, "disk_usage",
+                            lambda p: real(p)._replace(free=free_shards * biggest))
+    hub.set_throttle(up_bytes_per_s=8_000_000)
+    with _DiskWatch(tmp_path / "work") as disk:
+        r = _mirror("--workdir", tmp_path / "work", check=False)
+    assert r.exit_code == 0, r.output
+    budget = biggest if free_shards is not None else 2 * biggest
+    assert f"scratch disk: up to {human(budget)}" in r.output
+    summary = json.loads(r.stdout[r.stdout.index("{"):])
+    assert 0 < disk.peak <= summary["peak_disk"] <= budget
+    if free_shards is None:
+        assert disk.most_files >= 2 and disk.peak > biggest  # the next shard is padded while one uploads
 
 
 def test_refuses_foreign_target_and_never_logs_the_token(hub, upstream):

@@ -99,6 +99,7 @@ class HubPublisher(Publisher):
         self._disk_freed = threading.Condition()
         self._on_disk = 0
         self._scratch: dict[Path, int] = {}
+        self._budget = 0  # bytes of scratch: --max-disk, or what `prepare` chose
 
     @classmethod
     def for_target(cls, source: Source, dst: str | None, tp: int, **kw) -> "HubPublisher":
@@ -116,6 +117,7 @@ class HubPublisher(Publisher):
             raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
                               f"({human(biggest)}); lower --shard-size or raise --max-disk")
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self._budget = self.max_disk if self.max_disk is not None else self._default_budget(biggest)
         try:
             info = self.api.model_info(self.repo_id, revision=self.branch)
         except e.RepositoryNotFoundError:
@@ -137,6 +139,15 @@ class HubPublisher(Publisher):
                               f"(use --force to publish into it anyway; hubpad never deletes files it did not create)")
         self._load_staging()
         return self.existing
+
+    def _default_budget(self, biggest: int) -> int:
+        """No --max-disk: room for two shards (the next one is padded while one uploads) when the workdir's
+        filesystem has it with a tenth to spare, else for one."""
+        free = shutil.disk_usage(self.workdir).free
+        two = 2 * biggest
+        budget = two if free >= two + two // 10 else biggest
+        log(f"scratch disk: up to {human(budget)} under {self.workdir} ({human(free)} free; --max-disk sets it)")
+        return budget
 
     def _download(self, path: str, revision: str) -> bytes:
         data = read_repo_file(self.api, self.repo_id, path, revision)
@@ -206,20 +217,18 @@ class HubPublisher(Publisher):
         return None
 
     def shard_path(self, name: str) -> Path:
-        if self.max_disk is None:
-            self._wait_uploads()  # no budget: one shard on disk at a time
         return self.workdir / name
 
     def reserve_disk(self, path: Path, n: int) -> None:
-        """Wait until `n` more bytes of `path` fit in --max-disk beside the shards still waiting for their upload or
+        """Wait until `n` more bytes of `path` fit in the scratch budget beside the shards still waiting for their upload or
         staging commit. Byte by byte, not shard by shard: shard k+2 starts filling the room that shards k and k+1
         leave, so it is nearly built when shard k has gone up and the link never waits for it."""
         with self._disk_freed:
-            while self.max_disk is not None and self._on_disk + n > self.max_disk:
+            while self._on_disk + n > self._budget:
                 self._raise_failures()
                 if not any(not f.done() for f in self._uploads + self._commits):
-                    raise HubpadError(f"internal error: {path.name} needs {n} bytes over --max-disk "
-                                      f"{human(self.max_disk)} and nothing is left to free them")
+                    raise HubpadError(f"internal error: {path.name} needs {n} bytes over the scratch disk budget "
+                                      f"{human(self._budget)} and nothing is left to free them")
                 self._disk_freed.wait(0.05)
             self._on_disk += n
             self._scratch[path] = self._scratch.get(path, 0) + n
