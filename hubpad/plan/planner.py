@@ -14,8 +14,8 @@ from __future__ import annotations
 import fnmatch
 import gc
 import math
-from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import attrgetter
 
 from hubpad.errors import ConfigError, HubpadError
@@ -89,7 +89,7 @@ class _Shape:
 class _Modules:
     """Linear-layer parameters grouped by module, with each module's role and storage layout."""
 
-    params: dict[str, dict[str, TensorInfo]] = field(default_factory=OrderedDict)
+    params: dict[str, dict[str, TensorInfo]] = field(default_factory=dict)
     plain: dict[str, TensorInfo] = field(default_factory=dict)  # tensors that are not `<module>.<suffix>`
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
@@ -118,9 +118,9 @@ class Survey:
 
 def survey(source: Source) -> Survey:
     """Read config, index and headers, classify every tensor and check the config against the headers."""
-    inputs, infos = _read_inputs(source)
+    inputs = _read_inputs(source)
     shape = _shape(inputs.config, inputs.adapter)
-    modules = _classify(infos, inputs.adapter, inputs.quant, shape.head_dim)
+    modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim)
     _check_head_vectors(modules, shape.heads)
     distinct = modules.distinct()
     aligns, group_align = _alignments(distinct)
@@ -163,9 +163,9 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     )
 
 
-def _read_inputs(source: Source) -> tuple[_Inputs, dict[str, TensorInfo]]:
-    """config.json (and hf_quant_config.json), the adapter and quantization they name, the index and headers;
-    and every tensor by name, checked against the index."""
+def _read_inputs(source: Source) -> _Inputs:
+    """config.json (and hf_quant_config.json), the adapter and quantization they name, the index and the headers,
+    checked against the index: every tensor is in exactly one header, the one the index says."""
     files = source.files()
     if "config.json" not in files:
         raise ConfigError(f"{source.label}: no config.json (is this a model checkpoint?)")
@@ -178,39 +178,33 @@ def _read_inputs(source: Source) -> tuple[_Inputs, dict[str, TensorInfo]]:
     adapter = adapter_for(config)
     quant = QuantConfig.read(config, hf_quant)
     names, index = weight_files(source)
-    headers, infos = _read_headers(source, [files[n] for n in names], index.pop("weight_map", None))
-    return _Inputs(files, config, adapter, quant, names, index, headers), infos
+    headers = _read_headers(source, [files[n] for n in names], index.pop("weight_map", None))
+    return _Inputs(files, config, adapter, quant, names, index, headers)
 
 
-def _read_headers(source: Source, entries: list[FileEntry],
-                  weight_map: dict | None) -> tuple[list[SafetensorsHeader], dict[str, TensorInfo]]:
-    """Every shard's header, and every tensor by name: each once, where the index's `weight_map` says.
+def _read_headers(source: Source, entries: list[FileEntry], weight_map: dict | None) -> list[SafetensorsHeader]:
+    """Every shard's header, each checked to hold exactly the names the index's `weight_map` gives its file.
 
-    The index is kept only as its names grouped by file (Hy3's 185k-entry dict, with a file-name string per entry,
-    is twice that), and each file's names are dropped once its header matched them. Any mismatch is explained by
-    `_raise_index_mismatch` from the index read again, with the errors of reading everything first: a bad header,
-    then a tensor in two shards, then the first misplaced tensor, then the first (sorted) name no header holds.
+    The index's names partition into its files, so headers that match it hold every tensor once: no name -> tensor
+    dict is needed to find a tensor in two shards (Hy3: 185k entries, 10 MB). The index is kept only as its names
+    grouped by file, each group dropped once its header matched it. Any mismatch is explained from the index read
+    again, with the errors of reading everything first: a bad header, then a tensor in two shards, then the first
+    misplaced tensor, then the first (sorted) name no header holds.
     """
     listed = _names_by_file(weight_map) if weight_map is not None else None
     del weight_map
     headers: list[SafetensorsHeader] = []
-    infos: dict[str, TensorInfo] = {}
-    duplicate = mismatch = False
+    mismatch = False
     for entry in entries:
         h = read_header(source, entry)
         headers.append(h)
-        names = list(map(_NAME, h.tensors))
-        size = len(infos)
-        infos.update(zip(names, h.tensors))
-        duplicate = duplicate or len(infos) != size + len(names)
-        if listed is not None and not mismatch and not duplicate:
-            expected = listed.pop(h.file, ())
+        if listed is not None and not mismatch:
+            expected, names = listed.pop(h.file, ()), list(map(_NAME, h.tensors))
             mismatch = len(expected) != len(names) or set(expected) != set(names)
-    if duplicate:
+    if mismatch or listed:  # no index: a single file, so no tensor can be in two
         _raise_duplicate(headers)
-    if mismatch or listed:
         _raise_index_mismatch(read_json(source, INDEX).get("weight_map") or {}, headers)
-    return headers, infos
+    return headers
 
 
 def _names_by_file(weight_map: dict) -> dict[str, list[str]]:
@@ -236,7 +230,7 @@ def _raise_index_mismatch(weight_map: dict, headers: list[SafetensorsHeader]) ->
     raise HubpadError(f"internal error: {INDEX} and the shard headers disagree, but on no tensor")
 
 
-_NAME = attrgetter("name")
+_NAME, _TENSORS = attrgetter("name"), attrgetter("tensors")
 
 
 def _raise_duplicate(headers: list[SafetensorsHeader]) -> None:
@@ -278,7 +272,7 @@ _BY_FILE, _BY_START = attrgetter("src.file"), attrgetter("src.start")
 _DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
 
 
-def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig, head_dim: int) -> _Modules:
+def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantConfig, head_dim: int) -> _Modules:
     """Group parameters by module and give each module a role and (when padded) a storage layout.
 
     Every tensor must be one the adapter knows: copying a tensor that should have been padded would publish
@@ -287,7 +281,8 @@ def _classify(infos: dict[str, TensorInfo], adapter: Adapter, quant: QuantConfig
     m = _Modules()
     params = m.params
     surely_linear = frozenset(s for s in _LINEAR_SUFFIXES if adapter.never_copy_param(s))  # most names: one lookup
-    for name, t in infos.items():
+    for t in chain.from_iterable(map(_TENSORS, headers)):
+        name = t.name
         module, _, suffix = name.rpartition(".")  # `<module>.<suffix>` of a linear layer?
         suffix = _LINEAR_SUFFIXES.get(suffix)  # the one string per suffix, not one per tensor (185k for Hy3)
         if module and suffix and (suffix in surely_linear or not adapter.is_copy_param(name)):
