@@ -261,12 +261,13 @@ class _DiskWatch:
 
     def _run(self) -> None:
         while not self._stop.wait(0.001):
-            sizes = []
-            for p in self.folder.glob("*.safetensors") if self.folder.is_dir() else ():
-                try:
-                    sizes.append(p.stat().st_size)
-                except FileNotFoundError:  # uploaded and dropped meanwhile
-                    pass
+            files = list(self.folder.glob("*.safetensors")) if self.folder.is_dir() else []
+            try:
+                sizes = [p.stat().st_size for p in files]
+            except FileNotFoundError:  # uploaded and dropped meanwhile
+                continue
+            if not all(p.exists() for p in files):  # one left while the others were read: not one instant
+                continue
             self.peak, self.most_files = max(self.peak, sum(sizes)), max(self.most_files, len(sizes))
 
 
