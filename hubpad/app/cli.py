@@ -152,8 +152,8 @@ def _mirror_options(f):
         click.option("--revision", default=None, help="Upstream branch, tag or commit (Hub only; default main)."),
         click.option("--shard-size", default=None, callback=_size, help="Output shard size (default 5GB)."),
         click.option("--max-disk", default=None, callback=_size,
-                     help="Cap on local scratch disk, in bytes (Hub targets); room beyond one shard lets the next shards be "
-                          "padded while one uploads (default: two of the largest shards if free, else one)."),
+                     help="Cap on local scratch disk, in bytes (Hub targets); room beyond one shard lets the next "
+                          "shards be padded while one uploads (default: two of the largest shards if free, else one)."),
         click.option("--workdir", type=click.Path(file_okay=False), default=None,
                      help="Scratch folder for shards before upload (default: a temp dir under $TMPDIR)."),
         click.option("--templates", "templates_dir", type=click.Path(exists=True, file_okay=False), default=None,

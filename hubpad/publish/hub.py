@@ -220,9 +220,9 @@ class HubPublisher(Publisher):
         return self.workdir / name
 
     def reserve_disk(self, path: Path, n: int) -> None:
-        """Wait until `n` more bytes of `path` fit in the scratch budget beside the shards still waiting for their upload or
-        staging commit. Byte by byte, not shard by shard: shard k+2 starts filling the room that shards k and k+1
-        leave, so it is nearly built when shard k has gone up and the link never waits for it."""
+        """Wait until `n` more bytes of `path` fit in the scratch budget beside the shards still waiting for their
+        upload or staging commit. Byte by byte, not shard by shard: shard k+2 starts filling the room that shards k
+        and k+1 leave, so it is nearly built when shard k has gone up and the link never waits for it."""
         with self._disk_freed:
             while self._on_disk + n > self._budget:
                 self._raise_failures()
