@@ -310,6 +310,18 @@ def test_without_max_disk_the_budget_follows_the_free_disk(hub, upstream, free_s
         assert disk.most_files >= 2 and disk.peak > biggest  # the next shard is padded while one uploads
 
 
+def test_without_max_disk_too_little_free_disk_fails_before_any_shard(hub, upstream, tmp_path, monkeypatch):
+    import hubpad.publish.hub as hub_publisher
+
+    real = hub_publisher.shutil.disk_usage
+    monkeypatch.setattr(hub_publisher.shutil, "disk_usage", lambda p: real(p)._replace(free=1_000_000))
+    r = _mirror("--workdir", tmp_path / "work", check=False)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "free, and the largest output shard needs" in r.output and "--shard-size" in r.output
+    assert r.output.count("error:") == 1 and hub.token not in r.output
+    assert not hub.repo_exists(TARGET)  # refused before the target was even created
+
+
 def test_refuses_foreign_target_and_never_logs_the_token(hub, upstream):
     hub.seed("alice/not-hubpad", {"precious.bin": b"x" * 10})
     r = cli("mirror", UP, "--tp", "3", "--to", "alice/not-hubpad")

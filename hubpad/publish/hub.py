@@ -142,8 +142,11 @@ class HubPublisher(Publisher):
 
     def _default_budget(self, biggest: int) -> int:
         """No --max-disk: room for two shards (the next one is padded while one uploads) when the workdir's
-        filesystem has it with a tenth to spare, else for one."""
+        filesystem has it with a tenth to spare, else for one; none at all fails now, not at the first shard's end."""
         free = shutil.disk_usage(self.workdir).free
+        if free < biggest:
+            raise HubpadError(f"{self.workdir} has {human(free)} free, and the largest output shard needs "
+                              f"{human(biggest)} of scratch: point --workdir elsewhere or lower --shard-size")
         two = 2 * biggest
         budget = two if free >= two + two // 10 else biggest
         log(f"scratch disk: up to {human(budget)} under {self.workdir} ({human(free)} free; --max-disk sets it)")
