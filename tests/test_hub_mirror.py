@@ -286,6 +286,14 @@ def test_scratch_disk_never_exceeds_max_disk(hub, upstream, max_disk, tmp_path):
     assert cli("verify", UP, TARGET).exit_code == 0
 
 
+def _report_free_disk(monkeypatch, free: int) -> None:
+    """Make the Hub publisher see `free` bytes free on the workdir's filesystem (the rest of disk_usage is real)."""
+    import hubpad.publish.hub as hub_publisher
+
+    real = hub_publisher.shutil.disk_usage
+    monkeypatch.setattr(hub_publisher.shutil, "disk_usage", lambda p: real(p)._replace(free=free))
+
+
 @pytest.mark.parametrize("free_shards", [None, 2])
 def test_without_max_disk_the_budget_follows_the_free_disk(hub, upstream, free_shards, tmp_path, monkeypatch):
     # No --max-disk: two shards of scratch (pipelined) where the workdir's filesystem has them with a tenth to spare,
@@ -293,11 +301,7 @@ def test_without_max_disk_the_budget_follows_the_free_disk(hub, upstream, free_s
     planned = json.loads(cli("plan", UP, "--tp", "3", "--shard-size", SHARD, "--json").stdout)
     biggest = max(s["size"] for s in planned["shards"])
     if free_shards is not None:
-        import hubpad.publish.hub as hub_publisher
-
-        real = hub_publisher.shutil.disk_usage
-        monkeypatch.setattr(hub_publisher.shutil, "disk_usage",
-                            lambda p: real(p)._replace(free=free_shards * biggest))
+        _report_free_disk(monkeypatch, free_shards * biggest)
     hub.set_throttle(up_bytes_per_s=8_000_000)
     with _DiskWatch(tmp_path / "work") as disk:
         r = _mirror("--workdir", tmp_path / "work", check=False)
@@ -311,10 +315,7 @@ def test_without_max_disk_the_budget_follows_the_free_disk(hub, upstream, free_s
 
 
 def test_without_max_disk_too_little_free_disk_fails_before_any_shard(hub, upstream, tmp_path, monkeypatch):
-    import hubpad.publish.hub as hub_publisher
-
-    real = hub_publisher.shutil.disk_usage
-    monkeypatch.setattr(hub_publisher.shutil, "disk_usage", lambda p: real(p)._replace(free=1_000_000))
+    _report_free_disk(monkeypatch, 1_000_000)
     r = _mirror("--workdir", tmp_path / "work", check=False)
     assert r.exit_code == 1 and "Traceback" not in r.output
     assert "free, and the largest output shard needs" in r.output and "--shard-size" in r.output
