@@ -112,6 +112,10 @@ def _minmax(w: torch.Tensor, args: QuantizationArgs) -> tuple[torch.Tensor, torc
     if args.strategy in (QuantizationStrategy.GROUP, QuantizationStrategy.TENSOR_GROUP):
         v = w.reshape(w.shape[0], -1, args.group_size)
         return v.amin(-1), v.amax(-1)
+    if args.strategy == QuantizationStrategy.CHANNEL:
+        return w.amin(1, keepdim=True), w.amax(1, keepdim=True)
+    if args.strategy == QuantizationStrategy.TENSOR:
+        return w.amin().reshape(1), w.amax().reshape(1)
     raise AssertionError(f"strategy {args.strategy} not used here")
 
 

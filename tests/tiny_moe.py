@@ -22,7 +22,13 @@ def randomize(model) -> None:
                 gate.e_score_correction_bias.normal_(0.0, 0.1)
 
 
-def add_mtp_layer(path, cfg) -> None:
+# The MTP block's own modules besides its decoder layer: DeepSeek-V3 and GLM-4.x ship these; Hy3 has no embedding or
+# shared head of its own (it uses the main model's) and a final_layernorm instead.
+MTP_EXTRAS = ("enorm", "hnorm", "eh_proj", "embed_tokens", "shared_head.norm", "shared_head.head")
+HY3_MTP_EXTRAS = ("enorm", "hnorm", "eh_proj", "final_layernorm")
+
+
+def add_mtp_layer(path, cfg, dtype=torch.float64, extras=MTP_EXTRAS) -> None:
     """Append an MTP block at index num_hidden_layers, as DeepSeek-V3 and GLM-4.x ship it (transformers skips it)."""
     tensors = load_file(path / "model.safetensors")
     n, last = cfg.num_hidden_layers, cfg.num_hidden_layers - 1
@@ -31,10 +37,11 @@ def add_mtp_layer(path, cfg) -> None:
             tensors[name.replace(f".{last}.", f".{n}.", 1)] = tensors[name].clone() + 0.5
     gen = torch.Generator().manual_seed(7)
     h, v = cfg.hidden_size, cfg.vocab_size
-    for name, shape in {"enorm.weight": (h,), "hnorm.weight": (h,), "eh_proj.weight": (h, 2 * h),
-                        "embed_tokens.weight": (v, h), "shared_head.norm.weight": (h,),
-                        "shared_head.head.weight": (v, h)}.items():
-        tensors[f"model.layers.{n}.{name}"] = torch.randn(shape, generator=gen, dtype=torch.float64)
+    shapes = {"enorm": (h,), "hnorm": (h,), "eh_proj": (h, 2 * h), "embed_tokens": (v, h), "shared_head.norm": (h,),
+              "shared_head.head": (v, h), "final_layernorm": (h,)}
+    for module in extras:
+        tensors[f"model.layers.{n}.{module}.weight"] = torch.randn(shapes[module], generator=gen,
+                                                                   dtype=torch.float64).to(dtype)
     save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
 
 

@@ -1,0 +1,68 @@
+"""The serving tier's shared fixture: tiny upstreams, their derivatives and the original's vLLM run, each made once.
+
+Every serving test compares a derivative served at its padded TP with the original served at TP=1 in stock vLLM.
+Building the upstream and serving the original are the same for every test of a family, so a session-wide `Zoo`
+does each once (an engine start costs 20-50 s here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests import serve_models, serving
+from tests.helpers import cli
+
+
+class Zoo:
+    """Upstreams, derivatives and runs of the originals, made on first use and kept for the session."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._upstreams: dict[str, Path] = {}
+        self._derivatives: dict[tuple[str, int], Path] = {}
+        self._originals: dict[str, dict] = {}
+        self._plugins: dict[Path, Path] = {}
+
+    def upstream(self, family: str) -> Path:
+        if family not in self._upstreams:
+            self._upstreams[family] = serve_models.build(family, self.root / family / "upstream")
+        return self._upstreams[family]
+
+    def derivative(self, family: str, tp: int) -> Path:
+        """`hubpad mirror UPSTREAM --tp N --to DIR`, as a user runs it."""
+        key = (family, tp)
+        if key not in self._derivatives:
+            dst = self.root / family / f"tp{tp}"
+            result = cli("mirror", self.upstream(family), "--tp", tp, "--to", dst)
+            assert result.exit_code == 0, result.output
+            self._derivatives[key] = dst
+        return self._derivatives[key]
+
+    def original(self, family: str) -> dict:
+        """The original served at TP=1 by stock vLLM (no plugin)."""
+        if family not in self._originals:
+            run = serving.run_vllm([serving.job(self.upstream(family), 1, **self.engine(family))],
+                                   self.root / family / "run-original")
+            self._originals[family] = run.ok(0)
+        return self._originals[family]
+
+    def plugin(self, derivative: Path) -> Path | None:
+        """The derivative's vocab plugin pip-installed into a folder of its own, or None when it ships none."""
+        if not (derivative / "vllm_patch").is_dir():
+            return None
+        if derivative not in self._plugins:
+            self._plugins[derivative] = serving.install_plugin(derivative, derivative.parent / f"{derivative.name}-plugin")
+        return self._plugins[derivative]
+
+    @staticmethod
+    def engine(family: str) -> dict:
+        """The engine arguments the CPU backend needs for the family (`<family>+mtp`: its drafting variant)."""
+        return dict(serve_models.FAMILIES[family.partition("+")[0]].engine)
+
+
+@pytest.fixture(scope="session")
+def zoo(tmp_path_factory) -> Zoo:
+    serving.vllm_python()  # fail at once, with the reason, when the serving venv is missing
+    return Zoo(tmp_path_factory.mktemp("serve"))

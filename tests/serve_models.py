@@ -1,0 +1,189 @@
+"""Tiny upstream checkpoints for the serving tier, one per family, built with transformers and saved in BF16.
+
+They differ from the float64 fixtures of the other tests in what vLLM's CPU backend needs: head_dim 32 or 64 (its
+attention takes 32, 64, 80, 96, 112, 128, ... but not 16 or 24), an MLA latent of 576 (kv_lora_rank +
+qk_rope_head_dim: the one size of the float32 CPU_MLA backend), a vocab of 512 (64-aligned, and not divisible by 3,
+so TP=3 and TP=6 need the vocab plugin), and the config keys vLLM reads that a config saved by transformers lacks
+but every published config sets (`published_keys`). Weights are O(0.3) (tests/tiny_moe.randomize), so each greedy step is decisive and
+a single wrong padded value changes the output.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+
+from tests.tiny_moe import HY3_MTP_EXTRAS, MTP_EXTRAS, add_mtp_layer, randomize
+
+VOCAB = 512
+COMMON = dict(num_hidden_layers=2, vocab_size=VOCAB, max_position_embeddings=256, rms_norm_eps=1e-5,
+              tie_word_embeddings=False)
+GQA = dict(hidden_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=32)
+MOE = dict(num_experts_per_tok=2, moe_intermediate_size=64)
+
+
+
+@dataclass(frozen=True)
+class Family:
+    """How to build one family's tiny upstream, and what vLLM's CPU backend needs to serve it."""
+
+    model_type: str  # the transformers config it is built with
+    config: dict
+    published_keys: dict = field(default_factory=dict)  # config keys vLLM reads that transformers does not save
+    mtp: tuple[str, ...] | None = None  # an MTP layer at index num_hidden_layers, with these modules besides its block
+    saved_model_type: str | None = None  # written into config.json instead (Kimi-K2: DeepSeek-V3's architecture)
+    engine: dict = field(default_factory=dict)  # vLLM engine arguments it needs here
+
+
+# DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
+# backend: float32, latent 512 + 64 = 576 (the one size it compiles). vLLM prefers AMX_MLA where the CPU has AMX,
+# which takes only bf16/fp16 weights, so the backend is named.
+_MLA = dict(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=96,
+            kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=64, v_head_dim=64, n_routed_experts=4, n_group=2,
+            topk_group=1, first_k_dense_replace=1, n_shared_experts=1, num_nextn_predict_layers=1, **MOE)
+_MLA_KEYS = {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
+_CPU_MLA = {"attention_backend": "CPU_MLA"}
+
+FAMILIES: dict[str, Family] = {
+    "llama": Family("llama", dict(GQA, intermediate_size=256)),
+    "qwen3": Family("qwen3", dict(GQA, intermediate_size=256)),
+    "qwen3_moe": Family("qwen3_moe", dict(GQA, **MOE, intermediate_size=256, num_experts=4, decoder_sparse_step=1,
+                                          norm_topk_prob=True)),
+    "mixtral": Family("mixtral", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2)),
+    # vLLM's hy_v3 reads config.route_norm and config.expert_hidden_dim (errors without them) and
+    # getattr(config, "qk_norm", False) (without the key it drops the q/k norms the checkpoint has); and
+    # num_nextn_predict_layers says there is an MTP layer (hubpad's card then renders MTP speculative decoding).
+    "hy_v3": Family("hy_v3", dict(GQA, **MOE, intermediate_size=256, num_experts=4, num_shared_experts=1,
+                                  first_k_dense_replace=1),
+                    published_keys={"route_norm": True, "qk_norm": True, "expert_hidden_dim": 64,
+                                    "num_nextn_predict_layers": 1}, mtp=HY3_MTP_EXTRAS),
+    "glm4_moe": Family("glm4_moe", dict(GQA, **MOE, intermediate_size=256, attention_bias=True, n_routed_experts=4,
+                                        n_group=1, topk_group=1, first_k_dense_replace=1, n_shared_experts=1,
+                                        use_qk_norm=True, num_nextn_predict_layers=1,
+                                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                         "partial_rotary_factor": 0.5}), mtp=MTP_EXTRAS),
+    # Gemma 3: hidden must divide by the padded heads (its config class insists), so 192 = 6 x 32 at TP=3.
+    "gemma3_text": Family("gemma3_text", dict(hidden_size=192, num_attention_heads=4, num_key_value_heads=2,
+                                              head_dim=32, intermediate_size=256, query_pre_attn_scalar=32,
+                                              sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
+    "deepseek_v3": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, mtp=MTP_EXTRAS, engine=_CPU_MLA),
+    "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA),
+}
+
+
+def build(family: str, path: Path, seed: int = 0) -> Path:
+    """Save the family's tiny model under `path` in BF16 (plus its MTP layer, and the published config keys).
+
+    `<family>+mtp` builds the same family with an MTP layer that drafts well (`_drafting_mtp`), for the speculative
+    decoding tests."""
+    family, _, variant = family.partition("+")
+    f = FAMILIES[family]
+    torch.manual_seed(seed)
+    cfg = transformers.CONFIG_MAPPING[f.model_type](**dict(COMMON, **f.config))
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    randomize(model)
+    model.to(torch.bfloat16).save_pretrained(path)
+    add_tokenizer(path)
+    if f.mtp:
+        add_mtp_layer(path, cfg, dtype=torch.bfloat16, extras=f.mtp)
+        if variant == "mtp":
+            _drafting_mtp(path, cfg.num_hidden_layers)
+    data = json.loads((path / "config.json").read_text())
+    data.update(f.published_keys)
+    if f.saved_model_type:
+        data["model_type"] = f.saved_model_type
+    (path / "config.json").write_text(json.dumps(data, indent=2))
+    return path
+
+
+def _drafting_mtp(path: Path, n: int) -> None:
+    """Make the MTP layer (index n) a draft model that is often right, so its acceptance rate says something.
+
+    Every layer's output projections (o_proj, down_proj, experts' down_proj) shrink tenfold, so the residual stream
+    stays close to the token's own embedding and the model behaves nearly as a bigram model. The MTP layer reads only
+    the next token's embedding (eh_proj = [I | 0] over [enorm(embedding), hnorm(hidden)]) and ends in the main
+    model's final norm and head, so it drafts about what the model itself predicts from that token: many drafts are
+    accepted, not all, and the count depends on every weight of the MTP layer, its padded heads included."""
+    file = path / "model.safetensors"
+    tensors = load_file(file)
+    for name, t in tensors.items():
+        if name.endswith(("o_proj.weight", "down_proj.weight", "down_proj")):
+            tensors[name] = (t.float() * 0.1).to(t.dtype)
+    p = f"model.layers.{n}."
+    h = tensors[p + "enorm.weight"].shape[0]
+    tensors[p + "eh_proj.weight"] = torch.cat([torch.eye(h), torch.zeros(h, h)], dim=1).to(torch.bfloat16)
+    tensors[p + "enorm.weight"] = torch.ones(h, dtype=torch.bfloat16)
+    for norm in ("final_layernorm.weight", "shared_head.norm.weight"):
+        if p + norm in tensors:
+            tensors[p + norm] = tensors["model.norm.weight"].clone()
+    if p + "shared_head.head.weight" in tensors:
+        tensors[p + "shared_head.head.weight"] = tensors["lm_head.weight"].clone()
+    save_file(tensors, file, metadata={"format": "pt"})
+
+
+# Special tokens that vLLM's tool-call and reasoning parsers look up in the vocabulary when a request uses them
+# (hermes and glm45 <tool_call>, qwen3/hy_v3/deepseek_v3 <think>, hy_v3's tagged calls, DeepSeek-V3's call markers,
+# llama3_json's python tag). A real tokenizer has them; the tiny one must too, or the parser refuses the request.
+PARSER_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_calls>", "</tool_calls>", "<tool_sep>",
+                 "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "<|python_tag|>",
+                 "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
+                 "<｜tool▁sep｜>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
+                 "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"]
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def add_tokenizer(path: Path) -> None:
+    """A word-level tokenizer over the tiny vocab (special tokens, then `w<i>`), with a chat template, so vLLM can
+    serve /v1/completions and /v1/chat/completions: hubpad copies these files into the derivative unchanged."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    special = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"] + PARSER_TOKENS
+    vocab = {t: i for i, t in enumerate(special)}
+    vocab.update({f"w{i}": i for i in range(len(special), VOCAB)})
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
+    tok.add_special_tokens(special)
+    tok.save(str(path / "tokenizer.json"))
+    (path / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+        "pad_token": "<unk>", "model_max_length": COMMON["max_position_embeddings"], "chat_template": CHAT_TEMPLATE,
+    }, indent=2))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Quantized upstreams: the formats vLLM's CPU backend runs, quantized with the real compressed-tensors (or written
+# from the GPTQ / AWQ specs, tests/int4_formats.py), on a Llama or Qwen3 with 128-wide heads (FP8 blocks of 128
+# must hold whole heads on each rank).
+
+QUANT_DIMS = dict(hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=128, intermediate_size=256)
+
+
+def build_quantized(fmt: str, model_type: str, path: Path, seed: int = 1) -> Path:
+    """A tiny `model_type` with O(0.3) weights, quantized in `fmt` (a compressed-tensors preset name, or gptq/awq)."""
+    import copy
+
+    from compressed_tensors.quantization import QuantizationScheme
+    from compressed_tensors.quantization import quant_scheme
+
+    from tests.test_llama_quantized import _write_packed
+    from tests.test_quantized import _input_ids, _quantize_and_save
+
+    torch.manual_seed(seed)
+    cfg = transformers.CONFIG_MAPPING[model_type](**dict(COMMON, **QUANT_DIMS))
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    randomize(model)
+    model = model.to(torch.bfloat16)
+    if fmt in ("gptq", "awq"):
+        _write_packed(path, model, fmt, 128, fmt == "gptq", False, False, seed=3)
+    else:
+        scheme = copy.deepcopy(getattr(quant_scheme, fmt))
+        _quantize_and_save(model, {"group_0": QuantizationScheme(targets=["Linear"], **scheme)}, path, _input_ids())
+    add_tokenizer(path)
+    return path

