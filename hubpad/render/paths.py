@@ -1,6 +1,9 @@
-"""Where hubpad's built-in jinja2 templates live, in a checkout and in an installed package alike."""
+"""Where things live: hubpad's built-in jinja2 templates (in a checkout and in an installed package alike), and the
+derivative's vocab-plugin folder."""
 
 from pathlib import Path
+
+PATCH_DIR = "vllm_patch"  # the derivative's folder for the vLLM vocab plugin
 
 
 def builtin_templates_dir() -> Path:

@@ -1,4 +1,5 @@
-"""Reading an upstream model card: its YAML front matter, and the owner's own section of an existing card."""
+"""Reading an upstream model card: its YAML front matter (untrusted values as plain strings), and the owner's own
+section of an existing card."""
 
 from __future__ import annotations
 
@@ -47,3 +48,17 @@ def extract_owner_section(readme: str | None) -> str | None:
         return None
     # A stray start marker inside the section would make the next render ambiguous; drop marker text, keep the rest.
     return readme[start:end].replace(OWNER_START, "").strip("\r\n")
+
+
+def str_or_none(value: Any) -> str | None:
+    """A scalar metadata value as a string (YAML may hand us ints or dates); lists and mappings are rejected."""
+    if value is None or isinstance(value, (list, dict)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def str_list(value: Any) -> list[str]:
+    """A metadata field that may be one string or a list, as a list of non-empty strings."""
+    items = value if isinstance(value, list) else [value]
+    return [s for s in (str_or_none(v) for v in items) if s]

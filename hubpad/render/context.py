@@ -1,0 +1,282 @@
+"""Everything the templates see, computed from hubpad.json and the upstream cards' front matter, so the templates hold
+wording and layout only. Every value that ends up in a link, YAML or a command is checked here first."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from hubpad import __version__
+from hubpad.errors import HubpadError
+from hubpad.plan.vllm_route import route_flags
+from hubpad.render.license import resolve_license
+from hubpad.render.markup import dump_front_matter
+from hubpad.render.paths import PATCH_DIR
+from hubpad.render.recipe import recipe_context
+from hubpad.render.upstream_card import (OWNER_END, OWNER_START, extract_owner_section, parse_card_metadata, str_list,
+                                         str_or_none)
+from hubpad.util.refs import is_repo_id
+from hubpad.util.sizes import human
+
+OWNER_PLACEHOLDER = (
+    "*Nothing here yet. The repository owner can write notes between the two `hubpad:owner-section` marker comments "
+    "in this README's source; hubpad keeps that text every time it refreshes the card.*"
+)
+DEFAULT_LIBRARY = "transformers"
+DEFAULT_PIPELINE = "text-generation"
+
+
+def _need(mapping: Any, key: str, where: str) -> Any:
+    """`mapping[key]`, or a HubpadError naming the missing manifest field."""
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise HubpadError(f"hubpad.json is missing {where}{key}")
+    return mapping[key]
+
+
+def _format_tags(quant: dict[str, Any]) -> list[str]:
+    """Hub tags for the quantization formats: `fp8-block` → `fp8`, `nvfp4` → `nvfp4`, plus the method name."""
+    tags = []
+    for fmt in str_list(quant.get("formats")):
+        tags.append(re.split(r"[-_]", fmt.lower())[0])
+    method = str_or_none(quant.get("method"))
+    if method and method.lower() not in ("none", "null"):
+        tags.append(method.lower())
+    return tags
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    """Order-preserving de-duplication."""
+    seen: set[str] = set()
+    return [x for x in items if not (x in seen or seen.add(x))]
+
+
+def _dim_kind(config_key: str) -> str:
+    """Which lossless argument applies to a padded dimension: attention heads, MLP width, or something else."""
+    if "head" in config_key:
+        return "attention"
+    if "intermediate" in config_key:
+        return "mlp"
+    return "other"
+
+
+@dataclass
+class _Upstream:
+    """The upstream as the manifest records it, checked: these values end up in links, YAML and commands."""
+
+    repo: str
+    is_hub: bool
+    commit: str | None
+    revision: str | None
+    files: set[str] | None
+
+    @property
+    def namespace(self) -> str | None:
+        return self.repo.split("/", 1)[0] if self.is_hub and "/" in self.repo else None
+
+
+@dataclass
+class _Cards:
+    """What the upstream's and its base model's cards say (untrusted data: front matter only)."""
+
+    meta: dict[str, Any]
+    base_meta: dict[str, Any] | None
+    base_models: list[dict[str, Any]]
+
+    @property
+    def base_name(self) -> str | None:
+        return self.base_models[0]["id"] if self.base_models else None
+
+
+def build_context(
+    manifest: dict,
+    *,
+    target_repo: str,
+    upstream_card: str | None,
+    upstream_base_card: str | None,
+    existing_readme: str | None,
+    published_commit: str | None,
+    upstream_files: set[str] | None,
+    warnings: list[str],
+) -> dict[str, Any]:
+    """Everything the templates see, computed here so the templates hold wording and layout only."""
+    _check_target(manifest, target_repo, published_commit, warnings)
+    upstream = _upstream(manifest, upstream_files)
+    tp = int(_need(manifest, "tp", ""))
+    if tp < 1:
+        raise HubpadError(f"tp must be >= 1, got {tp}")
+    files_section = manifest.get("files") or {}
+    copied = set(str_list(files_section.get("copied")))
+    cards = _read_cards(upstream, upstream_card, upstream_base_card, warnings)
+    license_info = resolve_license(cards.meta, cards.base_meta, upstream_repo=upstream.repo,
+                                    upstream_commit=upstream.commit, upstream_is_hub=upstream.is_hub, copied=copied,
+                                    upstream_files=upstream.files, base_name=cards.base_name, warnings=warnings)
+    dims = list(_need(manifest, "dims", ""))
+    vocab = _vocab(manifest)
+    owner = extract_owner_section(existing_readme)
+    if existing_readme and owner is None:
+        warnings.append("the existing README has no owner section; its text is replaced")
+    return {
+        **_identity(manifest, target_repo, upstream, published_commit, tp),
+        **_padding(manifest, dims, tp, vocab),
+        **recipe_context(manifest, target_repo, published_commit, tp, bool(vocab.get("patch_needed"))),
+        "copied_files": sorted(copied),
+        "generated_files": sorted(str_list(files_section.get("generated"))),
+        "base_models": cards.base_models,
+        "credits": _dedupe(([upstream.namespace] if upstream.namespace else [])
+                           + [b["id"].split("/", 1)[0] for b in cards.base_models if b["valid"]]),
+        "license": license_info,
+        "library_name": str_or_none(cards.meta.get("library_name")) or DEFAULT_LIBRARY,
+        "pipeline_tag": str_or_none(cards.meta.get("pipeline_tag")) or DEFAULT_PIPELINE,
+        "front_matter": dump_front_matter(_front_matter(manifest, upstream, cards, license_info, dims, tp, warnings)),
+        "shards": [{"name": s["name"], "size": human(int(s.get("size", 0)), 2), "sha256": str(s.get("sha256", ""))[:16]}
+                   for s in manifest.get("shards") or []],
+        "owner_section": owner if owner is not None else OWNER_PLACEHOLDER,
+        "owner_start": OWNER_START,
+        "owner_end": OWNER_END,
+        "patch_dir": PATCH_DIR,
+        "route_flags": [w for w in route_flags((manifest.get("architecture") or {}).get("vllm_route"))
+                        if w.startswith("--")],
+    }
+
+
+def _check_target(manifest: dict, target_repo: str, published_commit: str | None, warnings: list[str]) -> None:
+    if not is_repo_id(target_repo):
+        raise HubpadError(f"target repo {target_repo!r} is not a Hub repo id (namespace/name)")
+    # A commit sha, or the immutable tag hubpad puts on the publish commit (the recipe cannot name the sha of
+    # the commit it is part of).
+    if published_commit is not None and not re.fullmatch(r"[0-9a-f]{7,64}|hubpad-[A-Za-z0-9._-]{1,80}", published_commit):
+        raise HubpadError(f"published revision {published_commit!r} is neither a commit sha nor a hubpad tag")
+    target = manifest.get("target") or {}
+    # A local target is rendered for the Hub id it would be uploaded as: only a Hub target can disagree.
+    if target.get("kind", "hub") == "hub" and target.get("repo") and target["repo"] != target_repo:
+        warnings.append(f"hubpad.json was made for {target['repo']!r}, the card is rendered for {target_repo!r}")
+
+
+def _upstream(manifest: dict, upstream_files: set[str] | None) -> _Upstream:
+    upstream = _need(manifest, "upstream", "")
+    repo = str(_need(upstream, "repo", "upstream."))
+    is_hub = upstream.get("kind", "hub") == "hub"
+    if is_hub and not is_repo_id(repo, allow_bare=True):
+        raise HubpadError(f"upstream repo {repo!r} is not a Hub repo id")
+    commit = upstream.get("commit")
+    if commit is not None and not re.fullmatch(r"[0-9a-f]{7,64}", str(commit)):
+        raise HubpadError(f"upstream commit {commit!r} is not a commit sha")
+    if upstream_files is None and isinstance(upstream.get("files"), dict):
+        upstream_files = set(upstream["files"])
+    return _Upstream(repo, is_hub, commit, upstream.get("revision"), upstream_files)
+
+
+def _read_cards(upstream: _Upstream, upstream_card: str | None, base_card: str | None,
+                warnings: list[str]) -> _Cards:
+    meta, problem = parse_card_metadata(upstream_card)
+    if upstream_card is None:
+        warnings.append(f"upstream {upstream.repo} has no model card; license and tags cannot be inherited")
+    if problem:
+        warnings.append(f"upstream card: {problem}; its metadata is ignored")
+    base_meta = None
+    if base_card is not None:
+        base_meta, base_problem = parse_card_metadata(base_card)
+        if base_problem:
+            warnings.append(f"base model card: {base_problem}; its license is not compared")
+            base_meta = None
+    base_models = [{"id": b, "valid": is_repo_id(b)} for b in str_list(meta.get("base_model"))]
+    return _Cards(meta, base_meta, base_models)
+
+
+def _vocab(manifest: dict) -> dict:
+    vocab = manifest.get("vocab") or {}
+    if vocab.get("patch_needed"):
+        for key in ("size", "padded_to_64", "patch_pad_to", "patched_size"):
+            _need(vocab, key, "vocab.")
+    return vocab
+
+
+def _identity(manifest: dict, target_repo: str, upstream: _Upstream, published_commit: str | None,
+              tp: int) -> dict[str, Any]:
+    """Who is who: target, upstream, versions, dates."""
+    return {
+        "hubpad_version": manifest.get("hubpad_version", __version__),
+        "renderer_version": __version__,
+        "created": manifest.get("created"),
+        "target_repo": target_repo,
+        "target_name": target_repo.split("/", 1)[1],
+        "target_namespace": target_repo.split("/", 1)[0],
+        "upstream_repo": upstream.repo,
+        "upstream_is_hub": upstream.is_hub,
+        "upstream_namespace": upstream.namespace,
+        "upstream_revision": upstream.revision,
+        "upstream_commit": upstream.commit,
+        "published_commit": published_commit,
+        "tp": tp,
+        "architecture": manifest.get("architecture") or {},
+        "quantization": manifest.get("quantization") or {},
+    }
+
+
+def _padding(manifest: dict, dims: list[dict], tp: int, vocab: dict) -> dict[str, Any]:
+    """What padding changed: dims, GQA groups, the per-rank table, tensors and the vocab patch."""
+    changed = [d for d in dims if d["before"] != d["after"]]
+    by_key = {d.get("config_key"): d for d in dims}
+    gqa = None
+    q, kv = by_key.get("num_attention_heads"), by_key.get("num_key_value_heads")
+    if q and kv and kv["before"] and kv["after"] and q["before"] % kv["before"] == 0 and q["after"] % kv["after"] == 0:
+        gqa = {"before": q["before"] // kv["before"], "after": q["after"] // kv["after"]}
+    tensors = manifest.get("tensors") or {}
+    vocab_patch = bool(vocab.get("patch_needed"))
+    return {
+        "dims": dims,
+        "changed_dims": changed,
+        "changed_kinds": sorted({_dim_kind(str(d.get("config_key", ""))) for d in changed}),
+        "gqa": gqa,
+        "rank_table": manifest.get("rank_table") or [],
+        "tensors": {"total": tensors.get("total"), "padded": tensors.get("padded"), "copied": tensors.get("copied"),
+                    "padded_groups": _padded_groups(tensors.get("padded_groups"))},
+        "vocab": vocab,
+        "vocab_patch": vocab_patch,
+        "vocab_per_rank": (int(vocab["patched_size"]) // tp) if vocab_patch else None,
+    }
+
+
+def _padded_groups(value: Any) -> list[dict[str, Any]]:
+    """hubpad.json's padded tensor groups ({pattern, before, after, count}) as the card lists them."""
+    groups = []
+    for g in value if isinstance(value, list) else []:
+        if not isinstance(g, dict) or not str_or_none(g.get("pattern")):
+            continue
+        shape = [[int(x) for x in g.get(k) or []] for k in ("before", "after")]
+        groups.append({"pattern": str_or_none(g["pattern"]), "before": shape[0], "after": shape[1],
+                       "count": int(g.get("count") or 0)})
+    return groups
+
+
+def _front_matter(manifest: dict, upstream: _Upstream, cards: _Cards, license_info: dict, dims: list[dict], tp: int,
+                  warnings: list[str]) -> dict[str, Any]:
+    """The card's YAML front matter as a dict (dumped by yaml, so upstream strings can never break it)."""
+    front: dict[str, Any] = {}
+    if upstream.is_hub:
+        front["base_model"] = upstream.repo
+    elif cards.base_models and all(b["valid"] for b in cards.base_models):
+        ids = [b["id"] for b in cards.base_models]
+        front["base_model"] = ids if len(ids) > 1 else ids[0]  # a local upstream credits what its card declares
+    else:
+        warnings.append("the upstream is a local folder whose card names no Hub base model, so the derivative's card "
+                        "has no base_model; add `base_model: <org>/<name>` to the upstream README.md's front matter "
+                        "to credit it")
+    if "base_model" in front:
+        front["base_model_relation"] = "quantized"
+    front.update(license_info["fields"])
+    front["library_name"] = str_or_none(cards.meta.get("library_name")) or DEFAULT_LIBRARY
+    front["pipeline_tag"] = str_or_none(cards.meta.get("pipeline_tag")) or DEFAULT_PIPELINE
+    front["tags"] = _dedupe(str_list(cards.meta.get("tags")) + [f"tensor-parallel-{tp}", "hubpad", "sparkrun"]
+                            + _format_tags(manifest.get("quantization") or {}))
+    front["hubpad"] = {
+        "upstream": upstream.repo,
+        "upstream_revision": upstream.commit,
+        "tp": tp,
+        "hubpad_version": manifest.get("hubpad_version", __version__),
+        "format_version": manifest.get("format_version"),
+        "padded": {d["config_key"]: [d["before"], d["after"]] for d in dims if d["before"] != d["after"]},
+        "vocab_patch": bool((manifest.get("vocab") or {}).get("patch_needed")),
+    }
+    return front
