@@ -10,7 +10,9 @@ class PadOp:
     """Byte recipe for one output tensor, seen as `batch` blocks of `rows` rows of `row_bytes` bytes.
 
     kind "copy": bytes as they are; "pad": each block grows to `new_rows` rows of `new_row_bytes`, new
-    cells repeat `fill` (one element); "append": source bytes then `data`; "replace": `data` instead.
+    cells repeat `fill` (one element); "append": source bytes then `data`; "replace": `data` instead;
+    "sections": the tensor's bytes are consecutive sections, each made by its own "pad" op in `parts` (a
+    fused projection whose sections grow by different amounts, such as a GDN layer's [q | k | v] rows).
     """
 
     kind: str
@@ -21,6 +23,21 @@ class PadOp:
     new_row_bytes: int = 0
     fill: bytes = b""
     data: bytes = b""
+    parts: tuple["PadOp", ...] = ()
+
+    @property
+    def in_bytes(self) -> int:
+        """Source bytes a "pad" (or "sections") op reads."""
+        if self.kind == "sections":
+            return sum(p.in_bytes for p in self.parts)
+        return self.batch * self.rows * self.row_bytes
+
+    @property
+    def out_bytes(self) -> int:
+        """Bytes a "pad" (or "sections") op writes."""
+        if self.kind == "sections":
+            return sum(p.out_bytes for p in self.parts)
+        return self.batch * self.new_rows * self.new_row_bytes
 
 
 COPY_OP = PadOp("copy")

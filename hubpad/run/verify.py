@@ -170,10 +170,22 @@ def _compare(t: TensorPlan, sc: VerifiedReader, dc: VerifiedReader, dst_start: i
             sc.read(src.start, src.nbytes)
             same(dc.read(dst_start, len(op.data)), op.data, "rewritten weight_shape")
         return src.nbytes
+    s_pos, d_pos = src.start, dst_start
+    for part in op.parts if op.kind == "sections" else (op,):
+        _compare_padded(t, part, sc, dc, s_pos, d_pos, qcfg, same)
+        s_pos, d_pos = s_pos + part.in_bytes, d_pos + part.out_bytes
+    return src.nbytes
+
+
+def _compare_padded(t: TensorPlan, op, sc: VerifiedReader, dc: VerifiedReader, s_start: int, d_start: int,
+                    qcfg: QuantConfig, same) -> None:
+    """One "pad" op: each block's original rows in place (widened rows: the original bytes, then pad), then zero
+    (or finite-scale) fill rows."""
+    step = 8 * 1024 * 1024
     block_in = op.rows * op.row_bytes
     block_out = op.new_rows * op.new_row_bytes
     for b in range(op.batch):
-        s0, d0 = src.start + b * block_in, dst_start + b * block_out
+        s0, d0 = s_start + b * block_in, d_start + b * block_out
         if op.new_row_bytes == op.row_bytes:
             for off, n in _chunks(block_in, step):
                 same(dc.read(d0 + off, n), sc.read(s0 + off, n), f"block {b}")
@@ -190,5 +202,4 @@ def _compare(t: TensorPlan, sc: VerifiedReader, dc: VerifiedReader, dst_start: i
         extra = (op.new_rows - op.rows) * op.new_row_bytes
         for off, n in _chunks(extra, step):
             check_pad_region(t, dc.read(d0 + op.rows * op.new_row_bytes + off, n), qcfg)
-    return src.nbytes
 

@@ -21,9 +21,11 @@ def shard_inputs_key(shard: ShardPlan, upstream_sha: dict[str, str | None]) -> s
     h.update(shard.name.encode() + b"\n")
     h.update(hashlib.sha256(shard.header).digest())
     for t in shard.tensors:
-        op = t.op
-        h.update(f"{t.name}|{op.kind}|{op.batch}|{op.rows}|{op.row_bytes}|{op.new_rows}|{op.new_row_bytes}|".encode())
-        h.update(op.fill.hex().encode() + b"|" + op.data.hex().encode() + b"\n")
+        h.update(t.name.encode())
+        for op in (t.op, *t.op.parts):  # a "sections" op: its own fields, then each part's
+            h.update(f"|{op.kind}|{op.batch}|{op.rows}|{op.row_bytes}|{op.new_rows}|{op.new_row_bytes}|".encode())
+            h.update(op.fill.hex().encode() + b"|" + op.data.hex().encode())
+        h.update(b"\n")
     for file, ranges in shard.source_ranges().items():
         h.update(f"{file}|{upstream_sha.get(file)}|{ranges}\n".encode())
     return h.hexdigest()

@@ -55,9 +55,16 @@ def write_tensor(t: TensorPlan, reader: VerifiedReader, out: ShardWriter) -> Non
             pass
         out.write(op.data)
         return
+    pos = src.start
+    for part in op.parts if op.kind == "sections" else (op,):
+        _write_padded(part, reader, pos, out)
+        pos += part.in_bytes
+
+
+def _write_padded(op, reader: VerifiedReader, pos: int, out: ShardWriter) -> None:
+    """One "pad" op's bytes: its blocks, each copied (or widened row by row) and followed by its fill rows."""
     block_in = op.rows * op.row_bytes
     extra_rows = (op.new_rows - op.rows) * op.new_row_bytes
-    pos = src.start
     for _ in range(op.batch):
         if op.new_row_bytes == op.row_bytes:
             out.copy_from(reader, pos, block_in)
