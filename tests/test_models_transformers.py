@@ -25,11 +25,15 @@ CASES = {
     "llama": ("llama", dict(hidden_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=24,
                             intermediate_size=100), 3,
               {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 384}),
-    # Qwen2's heads are never padded (vLLM derives head_dim from hidden_size // heads, see
-    # test_qwen2_head_padding_is_refused); at TP=2 only its MLP grows, and its q/k/v biases are carried.
+    # Qwen2 at TP=2: only its MLP grows, and its q/k/v biases are carried.
     "qwen2-biases": ("qwen2", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                                    intermediate_size=60), 2,
                      {"num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 256}),
+    # Qwen2 at TP=3: padded heads (hidden 64 % 6 != 0, which Qwen2Config accepts), biases on q/k/v grow with them;
+    # vLLM serves it through its Llama class (test_qwen2_padded_heads_keep_their_label_and_name_the_vllm_route).
+    "qwen2-heads-tp3": ("qwen2", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                      intermediate_size=60), 3,
+                        {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 384}),
     "qwen3-qknorm-tp6-kv-replicated": ("qwen3", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                                                      head_dim=16, intermediate_size=64), 6,
                                        {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 768}),
@@ -50,6 +54,12 @@ CASES = {
                 {"num_attention_heads": 6, "num_key_value_heads": 3, "intermediate_size": 384}),
     # Qwen2-MoE: heads never padded (as Qwen2); at TP=2 its routed experts grow to the fused-MoE tile (32 → 128),
     # the shared expert (48, 24 per rank) and the unused dense intermediate_size (60: every layer is MoE) stay.
+    # Qwen2-MoE at TP=3: padded heads too (vLLM serves it through its Transformers backend, which reads head_dim).
+    "qwen2_moe-heads-tp3": ("qwen2_moe", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                              head_dim=16, intermediate_size=60, moe_intermediate_size=32,
+                                              shared_expert_intermediate_size=48, num_experts=4,
+                                              num_experts_per_tok=2, decoder_sparse_step=1, qkv_bias=True), 3,
+                            {"num_attention_heads": 6, "num_key_value_heads": 3, "moe_intermediate_size": 192}),
     "qwen2_moe-experts-tp2": ("qwen2_moe", dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                                                 head_dim=16, intermediate_size=60, moe_intermediate_size=32,
                                                 shared_expert_intermediate_size=48, num_experts=4,
@@ -110,11 +120,19 @@ def _double(model):
     return model.double()
 
 
-def test_qwen2_head_padding_is_refused(tmp_path):
+def test_qwen2_padded_heads_keep_their_label_and_name_the_vllm_route(tmp_path):
     """vLLM's Qwen2 computes head_dim = hidden_size // heads (config.head_dim is ignored), so 4 → 6 heads would
-    serve with head_dim 10 instead of 16: hubpad refuses, naming the reason, instead of publishing a broken model."""
-    from hubpad.errors import ConfigError
-
-    _, src = _build(tmp_path, "qwen2", CASES["qwen2-biases"][1])
-    with pytest.raises(ConfigError, match=r"derives head_dim from hidden_size // heads .*\(64 // 6 = 10, not 16\)"):
-        make_plan(LocalSource(src), 3)
+    serve with head_dim 10 instead of 16 there. The derivative keeps model_type qwen2 / Qwen2ForCausalLM (other
+    engines pick their class from it) and records the route vLLM needs: its Llama class, which reads head_dim, with
+    q/k/v-only biases (`--hf-overrides`). transformers' Qwen2 honours head_dim: the logits test above covers it at
+    TP=3 (case qwen2-heads-tp3)."""
+    _, src = _build(tmp_path, "qwen2", CASES["qwen2-heads-tp3"][1])
+    plan = make_plan(LocalSource(src), 3)
+    assert plan.new_config["model_type"] == "qwen2" and plan.new_config["architectures"] == ["Qwen2ForCausalLM"]
+    assert plan.relabelled is None
+    route = plan.vllm_route
+    assert route["hf_overrides"] == {"architectures": ["LlamaForCausalLM"], "qkv_bias": True}
+    assert route["model_impl"] is None and route["features"] == ["flag:hf-overrides", "llama:qkv_bias"]
+    assert "(64 // 6 = 10) and ignores config.json's head_dim (16)" in route["why"]
+    assert "head_dim 10" in route["without"] and "wrong outputs" in route["without"]
+    assert make_plan(LocalSource(src), 2).vllm_route is None  # no padded heads: vLLM's own Qwen2 class serves it

@@ -16,8 +16,10 @@ def randomize(model) -> None:
                 p.normal_(0.0, 0.3)
             else:
                 p.normal_(0.0, 0.5)  # biases
-        for layer in model.model.layers:
-            gate = getattr(layer.mlp, "gate", None)
+        for name, module in model.named_modules():
+            if not name.endswith(".mlp"):
+                continue
+            gate = getattr(module, "gate", None)
             if getattr(gate, "e_score_correction_bias", None) is not None:
                 gate.e_score_correction_bias.normal_(0.0, 0.1)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hubpad.app.report import _table
 from hubpad.plan.advisor import KV_CACHE_BYTES, Advice, Row
+from hubpad.plan.vllm_route import route_flags
 from hubpad.util.sizes import human
 
 _SHORT = {"attention heads": "heads", "kv heads": "kv"}
@@ -11,12 +12,15 @@ _SHORT = {"attention heads": "heads", "kv heads": "kv"}
 
 def verdict_cell(row: Row) -> str:
     """`as is`, `pad` or `cannot`; a padded row says when the vocab patch ships and when the derivative takes
-    another architecture label (plan/relabel.py: a Llama written as MistralForCausalLM)."""
+    another architecture label (plan/relabel.py: a Llama written as MistralForCausalLM) or must be served through
+    another vLLM class (a VllmRoute: a head-padded Qwen2 as vLLM's Llama)."""
     if row.verdict == "cannot":
         return row.verdict
     cell = row.verdict + (" + vocab patch" if row.vocab_patch else "")
     if row.relabelled:
         cell += f", as {row.relabelled['to']['architectures'][0]}"
+    if row.vllm_route:
+        cell += ", serve with " + " ".join(route_flags(row.vllm_route))
     return cell
 
 
@@ -66,5 +70,8 @@ def advice_text(advice: Advice) -> str:
         lines.append(f"as {arch}: the derivative's config is labelled {arch}, because transformers' "
                      f"{relabel['from']['model_type']} config rejects padded heads that do not divide hidden_size "
                      f"and {arch}'s computes the same function; {relabel['vllm']}.")
+    route = next((r.vllm_route for r in advice.rows if r.vllm_route), None)
+    if route:
+        lines.append(f"serve with {' '.join(route_flags(route))}: {route['why']}; {route['route']}.")
     lines.append("`hubpad plan SRC --tp N` shows the full plan for one size.")
     return "\n".join(lines)

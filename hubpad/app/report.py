@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hubpad.plan.model import Plan
+from hubpad.plan.vllm_route import route_flags
 from hubpad.util.sizes import human
 
 
@@ -27,6 +28,7 @@ def plan_text(plan: Plan, parts: list[dict] | None = None) -> str:
                     [[d.name, ", ".join(d.config_keys), str(d.before), str(d.after)
                       + ("" if d.before == d.after else "  *")] for d in plan.dims])
     lines += _relabel_lines(plan.relabelled)
+    lines += _route_lines(plan.vllm_route)
     groups = plan.padded_groups()
     lines.append("")
     lines.append(f"Tensors whose shape changes ({sum(g['count'] for g in groups)} of {len(plan.tensors)}; "
@@ -62,6 +64,13 @@ def plan_text(plan: Plan, parts: list[dict] | None = None) -> str:
                  f"{len(plan.copied_files)} other files copied" +
                  (f", {len(plan.skipped_files)} skipped ({', '.join(plan.skipped_files[:3])})" if plan.skipped_files else ""))
     return "\n".join(lines)
+
+
+def _route_lines(r: dict | None) -> list[str]:
+    """How vLLM must serve the derivative when its own class would misread the padded config (VllmRoute)."""
+    if not r:
+        return []
+    return ["", f"Served by vLLM with: {' '.join(route_flags(r))}", f"  Why: {r['why']}.", f"  {r['route']}."]
 
 
 def _relabel_lines(r: dict | None) -> list[str]:

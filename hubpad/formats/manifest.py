@@ -78,7 +78,7 @@ class Manifest(TypedDict, total=False):
     upstream: UpstreamRecord
     target: dict[str, str]  # {repo, kind}
     tp: int
-    architecture: dict[str, Any]  # {adapter, model_type, architectures, relabelled?}
+    architecture: dict[str, Any]  # {adapter, model_type, architectures, relabelled?, vllm_route?}
     quantization: dict[str, Any]  # {method, formats, weight_only_nvfp4}
     dims: list[DimRecord]
     config_changes: dict[str, list[Any]]

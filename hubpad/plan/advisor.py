@@ -42,6 +42,7 @@ class Row:
     dims: list[dict] = field(default_factory=list)  # changed dims only
     vocab_patch: bool = False
     relabelled: dict | None = None  # the derivative's new architecture label and why (plan/relabel.py), if any
+    vllm_route: dict | None = None  # the vLLM class or implementation it must be served with, if any (VllmRoute)
     extra_bytes: int = 0
     kv_cache: str = "kv heads"  # what vLLM caches: "kv heads" (K and V per kv head) or "latent" (MLA)
     kv_bytes_per_token: int = 0  # stored across all ranks (replicated kv heads / MLA latent count on every rank)
@@ -88,7 +89,7 @@ def _row(s: Survey, tp: int) -> Row:
     except HubpadError as exc:
         return Row(tp, "cannot", why=[str(exc)])
     row = Row(tp, "pad" if plan.needs_padding else "as is", why=_why(s, tp, plan),
-              vocab_patch=plan.vocab["patch_needed"], relabelled=plan.relabelled)
+              vocab_patch=plan.vocab["patch_needed"], relabelled=plan.relabelled, vllm_route=plan.vllm_route)
     row.dims = [{"name": d.name, "config_key": d.config_keys[0] if d.config_keys else None, "before": d.before,
                  "after": d.after} for d in plan.dims if d.before != d.after]
     row.extra_bytes = sum(t.nbytes - t.src.nbytes for t in plan.tensors if t.padded)
@@ -176,7 +177,7 @@ def _replicated_attention_flops(s: Survey) -> int:
 def _flops(s: Survey, h2: int, kv2: int, new_inter: dict[str, int]) -> tuple[tuple[int, int], tuple[int, int]]:
     """(before, after) multiply-adds per token of the attention projections and of the MLPs (experts weighted by
     the share of tokens routed to each: num_experts_per_tok / num_experts)."""
-    cfg = s.inputs.config
+    cfg = s.inputs.text
     n_exp = cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts")
     top_k = cfg.get("num_experts_per_tok") or 0
     counts = Counter((id(role), id(s.modules.layouts[m]), ROUTED_EXPERT.search(m + ".") is not None)
@@ -191,6 +192,13 @@ def _flops(s: Survey, h2: int, kv2: int, new_inter: dict[str, int]) -> tuple[tup
         acc = attn if role.kind in ("q", "kv", "o") else mlp
         acc[0] += weight * lay.out_features * lay.in_features
         acc[1] += weight * out2 * in2
+    if s.modules.fused and n_exp:  # fused 3-D experts: [E, ...] each, a share top_k / E of the tokens
+        inter, inter2 = s.shape.inter["expert"][1], new_inter["expert"]
+        for name in s.modules.fused:
+            t = s.modules.plain[name]
+            per_expert = t.shape[1] * t.shape[2]
+            mlp[0] += top_k * per_expert
+            mlp[1] += top_k * per_expert * inter2 // inter
     return (attn[0], attn[1]), (mlp[0], mlp[1])
 
 

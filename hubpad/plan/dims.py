@@ -54,7 +54,7 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
     if adapter.hidden_must_divide_by_heads and hidden % h:
         why.append(f"transformers' {adapter.name} config rejects hidden_size {hidden} % {h} heads != 0")
     head_dim = hs.widths.get("q")
-    if adapter.vllm_head_dim_from_hidden and hidden // h != head_dim:
+    if adapter.vllm_head_dim_from_hidden and adapter.vllm_route is None and hidden // h != head_dim:
         why.append(f"vLLM's {adapter.name} model derives head_dim from hidden_size // heads and ignores config.head_dim "
                    f"({hidden} // {h} = {hidden // h}, not {head_dim}), so its heads cannot be padded")
     return why

@@ -95,6 +95,19 @@ class Dim:
     after: int
 
 
+def config_changes(before: dict, after: dict) -> dict[str, list]:
+    """{key: [before, after]} of every changed config.json key; a nested object's keys as `outer.key`
+    (a multimodal model's text_config)."""
+    out: dict[str, list] = {}
+    for key, value in after.items():
+        old = before.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            out.update({f"{key}.{k}": [old.get(k), v] for k, v in value.items() if old.get(k) != v})
+        elif old != value:
+            out[key] = [old, value]
+    return out
+
+
 @dataclass
 class Plan:
     """Everything a mirror needs, decided up front."""
@@ -118,6 +131,7 @@ class Plan:
     upstream_tp_values: list[int]
     index_metadata: dict = field(default_factory=dict)
     relabelled: dict | None = None  # plan/relabel.py: the derivative's new architecture label, and why
+    vllm_route: dict | None = None  # adapters VllmRoute.record: the vLLM class the derivative must be served with
     # weight file -> (header end, sha256 of its bytes [0, end)) as read while planning: checked when the file streams
     header_digests: dict[str, tuple[int, str]] = field(default_factory=dict)
 
@@ -166,13 +180,13 @@ class Plan:
             "tp": self.tp,
             "needs_padding": self.needs_padding,
             "architecture": {"adapter": self.adapter.name, "model_type": self.config.get("model_type"),
-                             "architectures": self.config.get("architectures", []), "relabelled": self.relabelled},
+                             "architectures": self.config.get("architectures", []), "relabelled": self.relabelled,
+                             "vllm_route": self.vllm_route},
             "quantization": {"method": self.quant.method, "formats": self.formats,
                              "weight_only_nvfp4": self.quant.weight_only_nvfp4},
             "dims": [{"name": d.name, "config_key": d.config_keys[0] if d.config_keys else None,
                       "config_keys": list(d.config_keys), "before": d.before, "after": d.after} for d in self.dims],
-            "config_changes": {k: [self.config.get(k), v] for k, v in self.new_config.items()
-                               if self.config.get(k) != v},
+            "config_changes": config_changes(self.config, self.new_config),
             "changed_tensors": [{"name": t.name, "before": list(t.src.shape), "after": list(t.shape),
                                  "bytes_added": t.nbytes - t.src.nbytes} for t in padded],
             "tensors": {"total": len(self.tensors), "padded": len(padded), "copied": len(self.tensors) - len(padded),

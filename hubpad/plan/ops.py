@@ -12,7 +12,7 @@ from hubpad.formats.recipe import PadOp
 from hubpad.formats.safetensors import TensorInfo
 from hubpad.plan.adapters.base import Role
 from hubpad.plan.gptq_awq import PACKED_RULES, g_idx_tail
-from hubpad.plan.quant import SCALAR_SUFFIXES, ZERO_NIBBLES_INT4, LinearLayout, one_bytes
+from hubpad.plan.quant import FLOAT_DTYPES, SCALAR_SUFFIXES, ZERO_NIBBLES_INT4, LinearLayout, one_bytes
 
 
 def _pad2d(t: TensorInfo, tail_ndim: int, new_shape: tuple[int, ...], fill: bytes) -> PadOp:
@@ -31,6 +31,32 @@ def _pad2d(t: TensorInfo, tail_ndim: int, new_shape: tuple[int, ...], fill: byte
     if len(fill) != s:
         raise HubpadError(f"tensor {t.name}: internal error, fill of {len(fill)} bytes for {t.dtype}")
     return PadOp("pad", batch, rows, cols * s, new_rows, new_cols * s, fill)
+
+
+def fused_experts_op(t: TensorInfo, spec, hidden: int, inter: int, inter2: int) -> tuple[PadOp, tuple[int, ...]]:
+    """A fused 3-D expert tensor [E, a, b] (adapters/base.py FusedExperts): each of its `parts` along the intermediate
+    axis grows from `inter` to `inter2` with zeros at its end; the other axis must be `hidden`. Which axis holds the
+    intermediate is read from the shape (transformers saves [E, 2I, H] what the hub ships as [E, H, 2I], and reads
+    both); the family's own layout (`spec.axis`) decides when hidden == parts x inter."""
+    if t.dtype not in FLOAT_DTYPES or len(t.shape) != 3:
+        raise ConfigError(f"tensor {t.name}: fused experts of shape {list(t.shape)} / {t.dtype} are not supported "
+                          f"(hubpad pads fused 3-D experts in BF16/FP16/FP32 only)")
+    e, a, b = t.shape
+    rows, cols = (spec.parts * inter, hidden), (hidden, spec.parts * inter)
+    axis = spec.axis if (a, b) == (rows if spec.axis == -2 else cols) else -2 if (a, b) == rows else -1
+    if (a, b) not in (rows, cols):
+        raise ConfigError(f"tensor {t.name}: shape {list(t.shape)}, expected [{e}, {rows[0]}, {rows[1]}] or "
+                          f"[{e}, {cols[0]}, {cols[1]}]: hidden {hidden} and {spec.parts} x the expert intermediate "
+                          f"{inter} (config.json)")
+    s, zero = t.itemsize, b"\x00" * t.itemsize
+    if inter2 == inter:
+        return PadOp("copy"), t.shape
+    if axis == -2:  # each part's rows grow: blocks of `inter` rows of `hidden` elements
+        op = PadOp("pad", e * spec.parts, inter, hidden * s, inter2, hidden * s, zero)
+        return op, (e, spec.parts * inter2, hidden)
+    # each row holds `parts` runs of `inter` elements, each grows: blocks of `parts` rows of `inter` elements
+    op = PadOp("pad", e * hidden, spec.parts, inter * s, spec.parts, inter2 * s, zero)
+    return op, (e, hidden, spec.parts * inter2)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
 from hubpad.plan.adapters import adapter_for, check_config_values, check_refused
-from hubpad.plan.adapters.base import COPY, Adapter, Role
+from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, Role
 from hubpad.plan.dims import (
     EXPERT_TILE,
     growth_tile,
@@ -35,7 +35,7 @@ from hubpad.plan.dims import (
 )
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
-from hubpad.plan.ops import _pad2d, tensor_op
+from hubpad.plan.ops import _pad2d, fused_experts_op, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
 from hubpad.plan.shards import cut_shards
@@ -62,10 +62,12 @@ def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
 
 @dataclass
 class _Inputs:
-    """What planning reads: the file list, config, quantization, adapter, index and shard headers."""
+    """What planning reads: the file list, config (and the part of it with the language model's dims), quantization,
+    adapter, index and shard headers."""
 
     files: dict[str, FileEntry]
     config: dict
+    text: dict  # config.json's language-model dims: itself, or its text_config (adapter.dims_config)
     adapter: Adapter
     quant: QuantConfig
     names: list[str]
@@ -91,6 +93,7 @@ class _Modules:
 
     params: dict[str, dict[str, TensorInfo]] = field(default_factory=dict)
     plain: dict[str, TensorInfo] = field(default_factory=dict)  # tensors that are not `<module>.<suffix>`
+    fused: dict[str, FusedExperts] = field(default_factory=dict)  # plain tensors that are fused 3-D experts
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
@@ -119,11 +122,14 @@ class Survey:
 def survey(source: Source) -> Survey:
     """Read config, index and headers, classify every tensor and check the config against the headers."""
     inputs = _read_inputs(source)
-    shape = _shape(inputs.config, inputs.adapter)
+    shape = _shape(inputs.text, inputs.adapter)
     modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim)
     _check_head_vectors(modules, shape.heads)
     distinct = modules.distinct()
-    aligns, group_align = _alignments(distinct)
+    if modules.fused and "expert" not in shape.inter:
+        raise ConfigError(f"tensor {next(iter(modules.fused))}: fused experts, but config.json has no expert "
+                          f"intermediate size ({', '.join(inputs.adapter.intermediate_keys.get('expert', ()))})")
+    aligns, group_align = _alignments(distinct, fused=bool(modules.fused))
     _check_config_against_headers(distinct, shape, inputs.adapter)
     return Survey(source, inputs, shape, modules, aligns, group_align)
 
@@ -137,26 +143,28 @@ def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
 def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     """Choose the dims for `tp` and every tensor's byte recipe (the TP advisor calls this once per TP)."""
     inputs, shape, modules, aligns, group_align = s.inputs, s.shape, s.modules, s.aligns, s.group_align
-    inputs.adapter.check_tp(inputs.config, tp)
+    inputs.adapter.check_tp(inputs.text, tp)
     h2, kv2, relabelled = choose_heads_and_label(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden,
-                                                 inputs.adapter, inputs.config)
+                                                 inputs.adapter, inputs.text)
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
     dims = _dims(shape, h2, kv2, new_inter)
-    tensors = _tensor_plans(modules, shape.geometry, h2, kv2, new_inter)
+    tensors = _tensor_plans(modules, shape.geometry, h2, kv2, new_inter, shape.hidden,
+                            shape.inter.get("expert", ((), 0))[1])
 
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
     copied, skipped = _other_files(inputs.files, inputs.names)
-    vocab = vocab_info(int(inputs.config.get("vocab_size") or 0), tp)
+    vocab = vocab_info(int(inputs.text.get("vocab_size") or inputs.config.get("vocab_size") or 0), tp)
+    new_config = {**_new_config(inputs.config, dims, inputs.adapter.text_config), **relabelled_config_keys(relabelled)}
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
-        new_config={**_new_config(inputs.config, dims), **relabelled_config_keys(relabelled)},
+        vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,
         adapter=inputs.adapter, quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}),
         dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
-        rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.config),
+        rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.text),
         vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter),
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
@@ -173,13 +181,16 @@ def _read_inputs(source: Source) -> _Inputs:
     hf_quant = read_json(source, "hf_quant_config.json") if "hf_quant_config.json" in files else None
     check_config_values(config)
     check_refused(config)
-    if isinstance(config.get("text_config"), dict):
-        raise ConfigError("config.json: multimodal checkpoints (text_config) are not supported yet")
     adapter = adapter_for(config)
+    if adapter.text_config is None and isinstance(config.get("text_config"), dict):
+        raise ConfigError(f"config.json: a multimodal {config.get('model_type')} (text_config) is not supported")
+    text = adapter.dims_config(config)
+    if text is not config:
+        check_config_values(text, where=f"config.json: {adapter.text_config}")
     quant = QuantConfig.read(config, hf_quant)
     names, index = weight_files(source)
     headers = _read_headers(source, [files[n] for n in names], index.pop("weight_map", None))
-    return _Inputs(files, config, adapter, quant, names, index, headers)
+    return _Inputs(files, config, text, adapter, quant, names, index, headers)
 
 
 def _read_headers(source: Source, entries: list[FileEntry], weight_map: dict | None) -> list[SafetensorsHeader]:
@@ -295,6 +306,9 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
         elif adapter.is_head_vector(name):
             m.plain[name] = t
             m.head_vectors.add(name)
+        elif (fused := adapter.fused_experts_of(name)) is not None:
+            m.plain[name] = t
+            m.fused[name] = fused
         else:
             raise ConfigError(f"tensor {name}: not a tensor hubpad knows for {adapter.name}; refusing to guess")
     layout_of: dict[tuple, LinearLayout] = {}
@@ -331,11 +345,13 @@ def _role(module: str, params: dict[str, TensorInfo], adapter: Adapter, head_dim
                       f"refusing to guess")
 
 
-def _alignments(distinct: list[tuple[str, Role, LinearLayout]]) -> tuple[Aligns, dict[str, tuple[int, int]]]:
+def _alignments(distinct: list[tuple[str, Role, LinearLayout]],
+                fused: bool = False) -> tuple[Aligns, dict[str, tuple[int, int]]]:
     """What every layer sharing a padded dim demands of each rank's slice: attention rows/columns, and per
-    intermediate group (rows, columns). Routed experts run in fused-MoE kernels, with their own rules."""
+    intermediate group (rows, columns). Routed experts run in fused-MoE kernels, with their own rules (`fused`:
+    the checkpoint stores them as fused 3-D dense tensors)."""
     aligns = Aligns()
-    group_align: dict[str, list[int]] = {}
+    group_align: dict[str, list[int]] = {"expert": [EXPERT_TILE, EXPERT_TILE]} if fused else {}
     for _, role, lay in distinct:
         if role.kind in ("q", "kv", "o") and role.width_key not in ("q", "kv", "o"):
             key = role.width_key
@@ -385,16 +401,21 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int]) -> list[D
     return dims
 
 
-def _new_config(config: dict, dims: list[Dim]) -> dict:
-    """config.json of the derivative: upstream's with the padded dims (head_dim always written explicitly)."""
+def _new_config(config: dict, dims: list[Dim], text_config: str | None = None) -> dict:
+    """config.json of the derivative: upstream's with the padded dims (head_dim always written explicitly), in
+    `text_config` when the language model's dims live there."""
     merged = dict(config)
+    target = merged
+    if text_config is not None:
+        target = merged[text_config] = dict(config[text_config])
     for d in dims:
         for k in d.config_keys:
-            merged[k] = d.after
+            target[k] = d.after
     return merged
 
 
-def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict[str, int]) -> list[TensorPlan]:
+def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict[str, int], hidden: int = 0,
+                  inter: int = 0) -> list[TensorPlan]:
     """The byte recipe of every output tensor.
 
     A recipe depends only on the layout, the parameter's dtype/shape and the target dims, so the thousands
@@ -418,8 +439,13 @@ def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict
         plans.extend(t if nbytes is None and op.kind == "copy"  # copied as it is: its own plan
                      else TensorPlan(t.name, t.dtype, shape, t, op, t.nbytes if nbytes is None else nbytes)
                      for t, (op, shape, nbytes) in zip(params.values(), recipe))
-    plans.extend(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)) if t.name in m.head_vectors else t
-                 for t in m.plain.values())
+    for t in m.plain.values():
+        if t.name in m.head_vectors:
+            plans.append(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)))
+        elif t.name in m.fused:
+            plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], hidden, inter, new_inter["expert"])))
+        else:
+            plans.append(t)
     return plans
 
 
@@ -458,8 +484,8 @@ def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan | Te
         return t
     if op.kind == "copy":
         nbytes = t.nbytes
-    elif op.kind == "pad":
-        nbytes = op.batch * op.new_rows * op.new_row_bytes
+    elif op.kind in ("pad", "sections"):
+        nbytes = op.out_bytes
     elif op.kind == "append":
         nbytes = t.nbytes + len(op.data)
     else:

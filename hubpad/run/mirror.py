@@ -20,6 +20,7 @@ from hubpad.formats.manifest import dumps, is_fresh
 from hubpad.formats.names import INDEX, MANIFEST
 from hubpad.plan.adapters.vllm import min_vllm
 from hubpad.plan.model import Plan, ShardPlan
+from hubpad.plan.vllm_route import route_flags
 from hubpad.publish.base import Publisher, Summary
 from hubpad.run.derivative import derivative_files
 from hubpad.source.base import VerifiedReader
@@ -137,7 +138,15 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     summary.changed = True
     summary.seconds = time.monotonic() - started
     _log_done(summary)
+    _log_route(plan)
     return summary
+
+
+def _log_route(plan: Plan) -> None:
+    """A derivative vLLM must serve through another class says so where the user looks first (the card says more)."""
+    if plan.vllm_route:
+        log(f"note: serve it with {' '.join(route_flags(plan.vllm_route))} (the card and the recipe pass it): "
+            f"{plan.vllm_route['why']}")
 
 
 def _start_summary(plan: Plan, publisher: Publisher) -> Summary:
@@ -327,6 +336,9 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
     features = list(serving.pop("vllm_features", []))
     if plan.vocab.get("patch_needed"):
         features.append("plugin:vocab-patch")
+    if plan.vllm_route:  # vLLM's own class would misread the padded config: the class or implementation it needs
+        serving.update({k: plan.vllm_route[k] for k in ("hf_overrides", "model_impl") if plan.vllm_route.get(k)})
+        features += plan.vllm_route["features"]
     if plan.quant.weight_only_nvfp4:  # W4A16 NVFP4 experts: GB10 (sm_121) serves them with Marlin MoE kernels
         serving["extra_args"] = [*serving.get("extra_args", []), "--moe-backend", "marlin"]
         features.append("flag:moe-backend-marlin")

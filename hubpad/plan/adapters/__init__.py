@@ -17,10 +17,12 @@ from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.minimax import MINIMAX_M2_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
+from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
 
 __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused"]
 
-ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE, GEMMA3_TEXT, GPT_OSS]
+ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
+                           GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL, "minimax_m2": MINIMAX_M2_REFUSAL}
 
@@ -51,19 +53,19 @@ _INTEGER_KEYS = frozenset({
 }) | {key for a in ADAPTERS for keys in a.intermediate_keys.values() for key in keys}
 
 
-def check_config_values(config: dict) -> None:
+def check_config_values(config: dict, where: str = "config.json") -> None:
     """config.json's values that planning reads have the JSON types it expects (one ConfigError otherwise)."""
     if not isinstance(config.get("model_type"), (str, type(None))):
-        raise ConfigError(f"config.json: model_type must be a string, got {short(config['model_type'])}")
+        raise ConfigError(f"{where}: model_type must be a string, got {short(config['model_type'])}")
     architectures = config.get("architectures")
     if architectures is not None and not (isinstance(architectures, list)
                                           and all(isinstance(a, str) for a in architectures)):
-        raise ConfigError(f"config.json: architectures must be a list of strings, got {short(architectures)}")
+        raise ConfigError(f"{where}: architectures must be a list of strings, got {short(architectures)}")
     for key in sorted(_INTEGER_KEYS & config.keys()):
         value = config[key]
         if value is not None and type(value) is not int:
-            raise ConfigError(f"config.json: {key} must be an integer, got {short(value)}")
+            raise ConfigError(f"{where}: {key} must be an integer, got {short(value)}")
     quantization = config.get("quantization_config")
     if quantization is not None and not isinstance(quantization, dict):
-        raise ConfigError(f"config.json: quantization_config must be an object, got {short(quantization)}")
+        raise ConfigError(f"{where}: quantization_config must be an object, got {short(quantization)}")
 

@@ -41,6 +41,45 @@ class Role:
 
 COPY = Role("copy")
 
+
+@dataclass(frozen=True)
+class FusedExperts:
+    """A fused 3-D tensor of routed experts [E, a, b] (no `.weight` suffix): which of its last two axes is the expert
+    intermediate dim, and in how many equal parts (gate_up: 2, gate then up; down: 1), each padded at its end.
+
+    Qwen3.5 stores gate_up_proj [E, 2I, H] and down_proj [E, H, I] (axis -2 / -1); Qwen3-VL-MoE the transposed
+    [E, H, 2I] and [E, I, H] (axis -1 / -2), which is how vLLM reads each (is_fused_checkpoint_transposed)."""
+
+    axis: int  # the family's layout: -2 rows, -1 columns (a checkpoint with the other one is read from its shape)
+    parts: int  # 2 for gate_up (gate then up), 1 for down
+
+
+@dataclass(frozen=True)
+class VllmRoute:
+    """How a derivative must be served when vLLM's own class for its family would misread the padded config.
+
+    vLLM's Qwen2 classes compute head_dim = hidden_size // heads and ignore config.head_dim: padded heads serve only
+    through another class that reads head_dim (`hf_overrides`, e.g. its Llama class with q/k/v biases) or through
+    another implementation (`model_impl`). config.json itself keeps its own architecture, which other engines read.
+    """
+
+    why: str  # what vLLM's own class does with the padded config
+    route: str  # how the route serves it instead
+    without: str  # what stock vLLM does with the derivative without the flag (the card says it)
+    hf_overrides: dict | None = None
+    model_impl: str | None = None
+    features: tuple[str, ...] = ()  # vllm.py FIRST_RELEASE keys the route needs
+
+    def record(self, config: dict) -> dict:
+        """The plan's and hubpad.json's record of the route, for the derivative's padded `config`."""
+        hidden, heads = int(config.get("hidden_size") or 0), int(config.get("num_attention_heads") or 1)
+        return {"hf_overrides": self.hf_overrides, "model_impl": self.model_impl, "features": list(self.features),
+                "why": self.why.format(hidden=hidden, heads=heads, wrong=hidden // heads,
+                                       head_dim=config.get("head_dim")),
+                "route": self.route,
+                "without": self.without.format(hidden=hidden, heads=heads, wrong=hidden // heads,
+                                               head_dim=config.get("head_dim"))}
+
 # Linear layers shared by the Llama family (names as transformers and vLLM write them).
 ATTENTION = [
     (L + r"self_attn\.q_proj$", Role("q")),
@@ -63,6 +102,24 @@ COPY_MODULES = [
 ROUTERS = [L + r"mlp\.(gate|router\.gate|shared_expert_gate)$"]
 # The MTP block at index num_hidden_layers (DeepSeek-V3, GLM-4.x): its own embedding, norms, projection, head.
 MTP_MODULES = [L + r"(enorm|hnorm|eh_proj|embed_tokens|shared_head\.norm|shared_head\.head)$"]
+# A vision-language model's language model sits under a prefix of its own (Qwen3-VL, Qwen3.5:
+# `model.language_model.layers.N...`), its vision tower and projector beside it, copied byte for byte.
+LANGUAGE_MODEL = "model.language_model."
+VISION_TOWER = [r"^model\.visual\."]
+
+
+def under(prefix: str, patterns: list) -> list:
+    """The same patterns (strings, or (pattern, role) pairs) for a language model nested under `prefix`: every one
+    that starts at `model.` starts at the prefix instead; `^lm_head$` and other top-level names stay where they are."""
+    head = "^" + re.escape(prefix)
+    out = []
+    for item in patterns:
+        pattern, rest = (item[0], item[1:]) if isinstance(item, tuple) else (item, None)
+        pattern = head + pattern[len(r"^model\."):] if pattern.startswith(r"^model\.") else pattern
+        out.append((pattern, *rest) if rest is not None else pattern)
+    return out
+
+
 # Parameters that are not `<module>.<suffix>` of a linear layer.
 COPY_PARAMS = [
     L + r"mlp\.(expert_bias|e_score_correction_bias|gate\.e_score_correction_bias)$",
@@ -84,14 +141,23 @@ class Adapter:
     per_head_norms: bool = False
     hidden_must_divide_by_heads: bool = False  # transformers' LlamaConfig rejects hidden % heads != 0
     # vLLM's model class computes head_dim = hidden_size // heads and ignores config.head_dim (Qwen2, Qwen2-MoE):
-    # padded heads would change head_dim there, so they are refused.
+    # padded heads that change that quotient serve only through `vllm_route`, and are refused without one.
     vllm_head_dim_from_hidden: bool = False
+    vllm_route: VllmRoute | None = None
     # 1-D parameters holding one value per attention head (gpt-oss attention sinks): padded with zeros.
     head_vectors: list[str] = field(default_factory=list)
+    # Routed experts stored fused as 3-D tensors without a `.weight` suffix (Qwen3-VL-MoE, Qwen3.5): pattern ->
+    # FusedExperts, padded along their intermediate axis (dense formats only).
+    fused_experts: list[tuple[str, "FusedExperts"]] = field(default_factory=list)
+    # Where a multimodal config keeps its language model's dims (`text_config`); None: config.json itself.
+    text_config: str | None = None
+    # The layers' name prefix (a regex), for the rules that look at layer modules by name (per-head norms).
+    layers: str = L
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
         self._head_vectors = [re.compile(p) for p in self.head_vectors]
+        self._fused_experts = [(re.compile(p), f) for p, f in self.fused_experts]
         self._copy_modules = [re.compile(p) for p in self.copy_modules]
         self._copy_params = [re.compile(p) for p in self.copy_params]
         # Planning asks these for every tensor (~185k in Hy3): one regex search instead of up to a dozen. The
@@ -135,11 +201,25 @@ class Adapter:
     def is_head_vector(self, name: str) -> bool:
         return any(p.search(name) for p in self._head_vectors)
 
+    def fused_experts_of(self, name: str) -> "FusedExperts | None":
+        """How a fused 3-D expert tensor holds the intermediate dim, or None when `name` is not one."""
+        return next((f for p, f in self._fused_experts if p.search(name)), None)
+
+    def dims_config(self, config: dict) -> dict:
+        """The part of config.json that holds the language model's dims (text_config for a multimodal model)."""
+        if self.text_config is None:
+            return config
+        text = config.get(self.text_config)
+        if not isinstance(text, dict):
+            raise ConfigError(f"config.json: {self.text_config} missing or not an object (the {self.name} language "
+                              f"model's dims live there)")
+        return text
+
     def check_tp(self, config: dict, tp: int) -> None:
         """Refuse a TP size this family cannot serve at even after padding (nothing by default)."""
 
     def is_per_head_norm(self, module: str) -> bool:
-        return self.per_head_norms and bool(re.search(L + r"self_attn\.[qk]_norm$", module))
+        return self.per_head_norms and bool(re.search(self.layers + r"self_attn\.[qk]_norm$", module))
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
         """Each intermediate group with the config keys that hold it and its size."""
@@ -152,6 +232,14 @@ class Adapter:
                     raise HubpadError(f"config.json: {' and '.join(present)} disagree ({sorted(values)})")
                 out[group] = (present, int(config[present[0]]))
         return out
+
+    def route_for(self, config: dict) -> dict | None:
+        """The vLLM route (VllmRoute.record) the derivative with this padded `config` needs, or None."""
+        if not self.vllm_head_dim_from_hidden or self.vllm_route is None:
+            return None
+        hidden, heads = int(config.get("hidden_size") or 0), int(config.get("num_attention_heads") or 1)
+        head_dim = config.get("head_dim")
+        return self.vllm_route.record(config) if head_dim and hidden // heads != head_dim else None
 
     def head_shape(self, config: dict) -> HeadShape:
         """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""

@@ -45,6 +45,22 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # MixtralForCausalLM reads head_dim from config (it used hidden_size // heads before): padded heads load.
     "head_dim:mixtral": ("0.8.0", "MixtralForCausalLM reading head_dim from config.json"),
     "flag:moe-backend-marlin": ("0.17.0", "--moe-backend marlin"),
+    # --mm-encoder-tp-mode {weights,data} (arg_utils.py; the older --enable-multimodal-encoder-data-parallel, 0.9.1 to
+    # 0.12.0, acted on mllama4 only before 0.10.2)
+    "flag:mm-encoder-tp-mode": ("0.10.2", "--mm-encoder-tp-mode"),
+    "arch:Qwen3VLForConditionalGeneration": ("0.11.0", "Qwen3VLForConditionalGeneration"),
+    "arch:Qwen3VLMoeForConditionalGeneration": ("0.11.0", "Qwen3VLMoeForConditionalGeneration"),
+    # supports_encoder_tp_data = True: without it vLLM warns and shards the tower anyway (config/model.py)
+    "encoder-dp:Qwen3VLForConditionalGeneration": ("0.11.0", "a data-parallel vision encoder for Qwen3-VL"),
+    "encoder-dp:Qwen3VLMoeForConditionalGeneration": ("0.11.0", "a data-parallel vision encoder for Qwen3-VL-MoE"),
+    # EngineArgs.hf_overrides and its CLI flag (engine/arg_utils.py)
+    "flag:hf-overrides": ("0.6.4", "--hf-overrides"),
+    # llama.py takes config.qkv_bias for q/k/v and attention_bias alone for o_proj (bias_o_proj); before, one
+    # attention_bias switched all four, so Qwen2's q/k/v-only biases could not be expressed
+    "llama:qkv_bias": ("0.7.0", "LlamaForCausalLM with q/k/v-only biases (qkv_bias)"),
+    # --model-impl transformers resolves an MoE config to TransformersMoEForCausalLM from 0.11.1, needs transformers 5
+    # (allowed from 0.19.1), and reduces a shared expert's output once across ranks from 0.20.0 (moe_runner.py)
+    "impl:transformers-moe": ("0.20.0", "the Transformers backend for MoE models at TP > 1 (--model-impl transformers)"),
     # The vocab plugin's hooks (VocabParallelEmbedding padding_size, vllm.general_plugins in every worker) were
     # checked in 0.19.0–0.33.0 (docs: shared reference ecosystem.md §1.0b); older releases are not claimed.
     "plugin:vocab-patch": ("0.19.0", "hubpad's vocab plugin (checked from 0.19.0)"),

@@ -1,0 +1,44 @@
+"""Qwen3-VL, dense (`qwen3_vl`) and MoE (`qwen3_vl_moe`): Qwen3's language model under `model.language_model.`, its
+dims in `text_config`; the vision tower under `model.visual.` (patch embedding, blocks, the merger and the deepstack
+mergers that project into the language model's hidden size, which padding never changes) is copied byte for byte.
+
+vLLM shards a vision tower by its heads unless it runs data-parallel: with `--mm-encoder-tp-mode data` (honoured by
+Qwen3VLForConditionalGeneration and its MoE subclass, `supports_encoder_tp_data`) every rank holds the whole tower,
+so only the language model must divide by TP. vLLM builds that language model with its Qwen3 / Qwen3-MoE classes,
+which read head_dim from text_config. The MoE's routed experts are fused 3-D tensors in the hub layout, which vLLM
+reads transposed: gate_up_proj [E, hidden, 2 x I] (gate, then up, along the last axis) and down_proj [E, I, hidden].
+"""
+
+from __future__ import annotations
+
+from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, LANGUAGE_MODEL, ROUTERS,
+                                       VISION_TOWER, Adapter, FusedExperts, L, under)
+from hubpad.plan.adapters.vllm import serving
+
+_LAYERS = under(LANGUAGE_MODEL, [L])[0]
+_EXPERTS = [(_LAYERS + r"mlp\.experts\.gate_up_proj$", FusedExperts(axis=-1, parts=2)),
+            (_LAYERS + r"mlp\.experts\.down_proj$", FusedExperts(axis=-2, parts=1))]
+
+
+class QwenVLAdapter(Adapter):
+    """Qwen3's parsers (Hermes tool calls, <think> reasoning), and the vision tower replicated on every rank."""
+
+    def serving(self, config: dict) -> dict:
+        arch = (config.get("architectures") or [""])[0]
+        out = serving(tool="hermes", reasoning="qwen3",
+                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
+        return {**out, "mm_encoder_tp_mode": "data"}
+
+
+_COMMON = dict(copy_modules=under(LANGUAGE_MODEL, COPY_MODULES) + VISION_TOWER,
+               copy_params=under(LANGUAGE_MODEL, COPY_PARAMS), per_head_norms=True, text_config="text_config",
+               layers=_LAYERS)
+
+QWEN3_VL = QwenVLAdapter(
+    name="qwen3_vl", model_types=("qwen3_vl",), linear_patterns=under(LANGUAGE_MODEL, ATTENTION + DENSE_MLP),
+    intermediate_keys={"dense": ("intermediate_size",)}, **_COMMON)
+
+QWEN3_VL_MOE = QwenVLAdapter(
+    name="qwen3_vl_moe", model_types=("qwen3_vl_moe",), linear_patterns=under(LANGUAGE_MODEL, ATTENTION + DENSE_MLP),
+    intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
+    fused_experts=_EXPERTS, **{**_COMMON, "copy_modules": _COMMON["copy_modules"] + under(LANGUAGE_MODEL, ROUTERS)})
