@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import serve_models, serving
+from tests import serving
 from tests.helpers import cli
 
 
@@ -26,6 +26,8 @@ class Zoo:
         self._plugins: dict[Path, Path] = {}
 
     def upstream(self, family: str) -> Path:
+        from tests import serve_models  # torch and transformers: imported only when a serving test runs
+
         if family not in self._upstreams:
             self._upstreams[family] = serve_models.build(family, self.root / family / "upstream")
         return self._upstreams[family]
@@ -59,6 +61,8 @@ class Zoo:
     @staticmethod
     def engine(family: str) -> dict:
         """The engine arguments the CPU backend needs for the family (`<family>+mtp`: its drafting variant)."""
+        from tests import serve_models
+
         return dict(serve_models.FAMILIES[family.partition("+")[0]].engine)
 
 

@@ -52,6 +52,17 @@ _CPU_MLA = {"attention_backend": "CPU_MLA"}
 FAMILIES: dict[str, Family] = {
     "llama": Family("llama", dict(GQA, intermediate_size=256)),
     "qwen3": Family("qwen3", dict(GQA, intermediate_size=256)),
+    # Qwen2: 14 heads / 2 kv on hidden 448 (head_dim 32) become 21 / 3 at TP=3, and vLLM's Qwen2 class would read
+    # head_dim 448 // 21 = 21, a size no CPU attention kernel takes (loud). Its "-quiet" twin, 8 heads / 2 kv on hidden
+    # 768 (head_dim 96), becomes 12 / 3, which that class would read as head_dim 64: a size the kernels take.
+    "qwen2": Family("qwen2", dict(hidden_size=448, num_attention_heads=14, num_key_value_heads=2, intermediate_size=512)),
+    "qwen2-quiet": Family("qwen2", dict(hidden_size=768, num_attention_heads=8, num_key_value_heads=2,
+                                        intermediate_size=512)),
+    # Qwen2-MoE: the same heads, routed experts plus a gated shared expert; served by vLLM's Transformers backend.
+    "qwen2_moe": Family("qwen2_moe", dict(hidden_size=448, num_attention_heads=14, num_key_value_heads=2,
+                                          intermediate_size=512, moe_intermediate_size=64,
+                                          shared_expert_intermediate_size=128, num_experts=4, num_experts_per_tok=2,
+                                          decoder_sparse_step=1, qkv_bias=True)),
     "qwen3_moe": Family("qwen3_moe", dict(GQA, **MOE, intermediate_size=256, num_experts=4, decoder_sparse_step=1,
                                           norm_topk_prob=True)),
     "mixtral": Family("mixtral", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2)),
@@ -104,25 +115,31 @@ def build(family: str, path: Path, seed: int = 0) -> Path:
 def _drafting_mtp(path: Path, n: int) -> None:
     """Make the MTP layer (index n) a draft model that is often right, so its acceptance rate says something.
 
-    Every layer's output projections (o_proj, down_proj, experts' down_proj) shrink tenfold, so the residual stream
-    stays close to the token's own embedding and the model behaves nearly as a bigram model. The MTP layer reads only
-    the next token's embedding (eh_proj = [I | 0] over [enorm(embedding), hnorm(hidden)]) and ends in the main
-    model's final norm and head, so it drafts about what the model itself predicts from that token: many drafts are
-    accepted, not all, and the count depends on every weight of the MTP layer, its padded heads included."""
+    Every layer's output projections (o_proj, down_proj, experts' down_proj) shrink tenfold and the embedding grows
+    tenfold, so the residual stream stays close to the token's own embedding (the layers add a few percent) and the
+    model behaves nearly as a bigram model; the head grows tenfold, so its greedy choices stay decisive. The MTP layer reads only the next token's embedding (eh_proj = [I | 0] over
+    [enorm(embedding), hnorm(hidden)], its own embedding and head the main model's), its block is a copy of the last
+    (equally quiet) layer, and it ends in the main model's final norm, so it drafts about what the model itself
+    predicts from that token: many drafts are accepted, not all, and the count depends on every weight of the MTP
+    layer, its padded heads included."""
     file = path / "model.safetensors"
     tensors = load_file(file)
     for name, t in tensors.items():
         if name.endswith(("o_proj.weight", "down_proj.weight", "down_proj")):
             tensors[name] = (t.float() * 0.1).to(t.dtype)
-    p = f"model.layers.{n}."
+    for name in ("model.embed_tokens.weight", "lm_head.weight"):
+        tensors[name] = (tensors[name].float() * 10).to(torch.bfloat16)
+    p, last = f"model.layers.{n}.", f"model.layers.{n - 1}."
+    for name in [k for k in tensors if k.startswith(last)]:  # the MTP block: a copy of the last (quiet) layer
+        tensors[p + name.removeprefix(last)] = tensors[name].clone()
     h = tensors[p + "enorm.weight"].shape[0]
     tensors[p + "eh_proj.weight"] = torch.cat([torch.eye(h), torch.zeros(h, h)], dim=1).to(torch.bfloat16)
     tensors[p + "enorm.weight"] = torch.ones(h, dtype=torch.bfloat16)
-    for norm in ("final_layernorm.weight", "shared_head.norm.weight"):
-        if p + norm in tensors:
-            tensors[p + norm] = tensors["model.norm.weight"].clone()
-    if p + "shared_head.head.weight" in tensors:
-        tensors[p + "shared_head.head.weight"] = tensors["lm_head.weight"].clone()
+    same_as_main = {"final_layernorm.weight": "model.norm.weight", "shared_head.norm.weight": "model.norm.weight",
+                    "shared_head.head.weight": "lm_head.weight", "embed_tokens.weight": "model.embed_tokens.weight"}
+    for name, main in same_as_main.items():
+        if p + name in tensors:
+            tensors[p + name] = tensors[main].clone()
     save_file(tensors, file, metadata={"format": "pt"})
 
 

