@@ -33,6 +33,7 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
+from hubpad.plan import gdn
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import _pad2d, fused_experts_op, tensor_op
@@ -85,6 +86,7 @@ class _Shape:
     head_dim: int
     inter: dict[str, tuple[tuple[str, ...], int]]  # group -> (config keys, size)
     geometry: HeadShape  # rows/columns per head of each head-sharded layer
+    linear: gdn.Geometry | None = None  # Gated DeltaNet heads (plan/gdn.py), in families that have them
 
 
 @dataclass
@@ -94,6 +96,7 @@ class _Modules:
     params: dict[str, dict[str, TensorInfo]] = field(default_factory=dict)
     plain: dict[str, TensorInfo] = field(default_factory=dict)  # tensors that are not `<module>.<suffix>`
     fused: dict[str, FusedExperts] = field(default_factory=dict)  # plain tensors that are fused 3-D experts
+    linear: dict[str, str] = field(default_factory=dict)  # plain tensors of Gated DeltaNet layers -> gdn.py kind
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
@@ -117,6 +120,7 @@ class Survey:
     modules: _Modules
     aligns: Aligns
     group_align: dict[str, tuple[int, int]]
+    linear_align: int = 1  # what each rank's rows of a GDN section must be a multiple of (gdn.row_align)
 
 
 def survey(source: Source) -> Survey:
@@ -131,7 +135,11 @@ def survey(source: Source) -> Survey:
                           f"intermediate size ({', '.join(inputs.adapter.intermediate_keys.get('expert', ()))})")
     aligns, group_align = _alignments(distinct, fused=bool(modules.fused))
     _check_config_against_headers(distinct, shape, inputs.adapter)
-    return Survey(source, inputs, shape, modules, aligns, group_align)
+    if shape.linear is not None and not modules.linear:
+        raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a Gated "
+                          f"DeltaNet tensor (linear_attn.*)")
+    linear_align = gdn.row_align({n: (modules.plain[n], k) for n, k in modules.linear.items()}, inputs.quant)
+    return Survey(source, inputs, shape, modules, aligns, group_align, linear_align)
 
 
 def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
@@ -149,9 +157,9 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
-    dims = _dims(shape, h2, kv2, new_inter)
-    tensors = _tensor_plans(modules, shape.geometry, h2, kv2, new_inter, shape.hidden,
-                            shape.inter.get("expert", ((), 0))[1])
+    linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
+    dims = _dims(shape, h2, kv2, new_inter, linear2)
+    tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant)
 
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
@@ -164,8 +172,9 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         adapter=inputs.adapter, quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}),
         dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
-        rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.text),
-        vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter),
+        rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.text)
+        + _linear_rank_rows(shape.linear, linear2, tp, s.linear_align),
+        vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter, s.linear_align),
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
     )
@@ -259,7 +268,9 @@ def _shape(config: dict, adapter: Adapter) -> _Shape:
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
     geometry = adapter.head_shape(config)
-    return _Shape(hidden, heads, kv, geometry.widths["q"], adapter.intermediate_sizes(config), geometry)
+    linear = gdn.Geometry.read(config) if adapter.linear_attention else None
+    return _Shape(hidden, heads, kv, geometry.config_head_dim or geometry.widths["q"], adapter.intermediate_sizes(config),
+                  geometry, linear)
 
 
 def _required(config: dict, key: str):
@@ -292,8 +303,13 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
     m = _Modules()
     params = m.params
     surely_linear = frozenset(s for s in _LINEAR_SUFFIXES if adapter.never_copy_param(s))  # most names: one lookup
+    linear_attention = bool(adapter.linear_attention)
     for t in chain.from_iterable(map(_TENSORS, headers)):
         name = t.name
+        if linear_attention and (kind := adapter.linear_attention_kind(name)) is not None:
+            m.plain[name] = t  # a GDN tensor: its recipe comes from plan/gdn.py, whatever its suffix
+            m.linear[name] = kind
+            continue
         module, _, suffix = name.rpartition(".")  # `<module>.<suffix>` of a linear layer?
         suffix = _LINEAR_SUFFIXES.get(suffix)  # the one string per suffix, not one per tensor (185k for Hy3)
         if module and suffix and (suffix in surely_linear or not adapter.is_copy_param(name)):
@@ -391,11 +407,15 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
                               f"config.json ({want})")
 
 
-def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int]) -> list[Dim]:
+def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
+          linear2: gdn.Geometry | None = None) -> list[Dim]:
     dims = [Dim("attention heads", ("num_attention_heads",), shape.heads, h2),
             Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2)]
     if shape.geometry.config_head_dim is not None:  # MLA: head_dim is not a key of its config
         dims.append(Dim("head dim", ("head_dim",), shape.head_dim, shape.head_dim))
+    if shape.linear is not None and linear2 is not None:
+        dims += [Dim("linear key heads", ("linear_num_key_heads",), shape.linear.nk, linear2.nk),
+                 Dim("linear value heads", ("linear_num_value_heads",), shape.linear.nv, linear2.nv)]
     for group, (keys, size) in shape.inter.items():
         dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
     return dims
@@ -414,8 +434,8 @@ def _new_config(config: dict, dims: list[Dim], text_config: str | None = None) -
     return merged
 
 
-def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict[str, int], hidden: int = 0,
-                  inter: int = 0) -> list[TensorPlan]:
+def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
+                  linear2: gdn.Geometry | None, quant: QuantConfig) -> list[TensorPlan]:
     """The byte recipe of every output tensor.
 
     A recipe depends only on the layout, the parameter's dtype/shape and the target dims, so the thousands
@@ -434,7 +454,7 @@ def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict
         kind = (id(lay), id(role))  # layouts and roles are shared objects
         recipe = recipes.get(kind)
         if recipe is None:
-            out2, in2 = padded_features(role, lay, hs, h2, kv2, new_inter)
+            out2, in2 = padded_features(role, lay, shape.geometry, h2, kv2, new_inter)
             recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role) for suffix, t in params.items()]
         plans.extend(t if nbytes is None and op.kind == "copy"  # copied as it is: its own plan
                      else TensorPlan(t.name, t.dtype, shape, t, op, t.nbytes if nbytes is None else nbytes)
@@ -443,7 +463,10 @@ def _tensor_plans(m: _Modules, hs: HeadShape, h2: int, kv2: int, new_inter: dict
         if t.name in m.head_vectors:
             plans.append(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)))
         elif t.name in m.fused:
-            plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], hidden, inter, new_inter["expert"])))
+            plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], shape.hidden, shape.inter["expert"][1],
+                                                      new_inter["expert"])))
+        elif t.name in m.linear:
+            plans.append(_finish(t, *gdn.gdn_op(t, m.linear[t.name], shape.linear, linear2, shape.hidden, quant)))
         else:
             plans.append(t)
     return plans
@@ -509,9 +532,24 @@ def _other_files(files: dict[str, FileEntry], weight_names: list[str]) -> tuple[
 
 
 def _stock_tp_values(shape: _Shape, aligns: Aligns, group_align: dict[str, tuple[int, int]],
-                     adapter: Adapter) -> list[int]:
+                     adapter: Adapter, linear_align: int = 1) -> list[int]:
     """TP sizes 1..8 the upstream already serves at without padding (the card says so)."""
     return [t for t in range(1, 9)
             if heads_shard_as_is(shape.heads, shape.kv, shape.geometry, t, aligns, shape.hidden, adapter)
+            and (shape.linear is None or not gdn.problems(shape.linear, t, linear_align))
             and all(choose_intermediate(s, t, *group_align[g]) == s for g, (_, s) in shape.inter.items()
                     if g in group_align)]
+
+
+def _linear_rank_rows(before: gdn.Geometry | None, after: gdn.Geometry | None, tp: int,
+                      align: int) -> list[dict]:
+    """The per-rank table's rows for Gated DeltaNet heads (vLLM: nk % tp, nv % tp, every section % tp)."""
+    if before is None or after is None:
+        return []
+    rows = []
+    for dim, total, per in (("linear key heads", after.nk, after.hk), ("linear value heads", after.nv, after.hv)):
+        ok = total % tp == 0 and (total // tp * per) % align == 0
+        rule = f"{total} % {tp} == 0" + (f", {total // tp} x {per} rows % {align} == 0" if align > 1 else "")
+        rows.append({"dim": dim, "total": total, "per_rank": total // tp if total % tp == 0 else None, "ok": ok,
+                     "rule": rule, "required": True})
+    return rows

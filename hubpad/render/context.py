@@ -137,6 +137,7 @@ def build_context(
         "patch_dir": PATCH_DIR,
         "route_flags": [w for w in route_flags((manifest.get("architecture") or {}).get("vllm_route"))
                         if w.startswith("--")],
+        "serving_notes": str_list((manifest.get("serving") or {}).get("mtp_unavailable")),
     }
 
 

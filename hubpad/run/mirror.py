@@ -334,6 +334,14 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
     serving = dict(plan.adapter.serving(plan.new_config))  # the derivative's config: padded heads included
     serving["upstream_tp_values"] = plan.upstream_tp_values
     features = list(serving.pop("vllm_features", []))
+    hidden = int(plan.adapter.dims_config(plan.new_config).get("hidden_size") or 0)
+    if serving.get("speculative_config") and plan.adapter.mtp_fc_shards_hidden and hidden % plan.tp:
+        # vLLM's MTP layer for the family shards the hidden size: no MTP at this TP (the card says why)
+        serving["speculative_config"] = None
+        features = [f for f in features if not f.startswith("spec:")]
+        serving["mtp_unavailable"] = (f"MTP speculative decoding is left out: vLLM's MTP layer for this model "
+                                      f"projects to the hidden size ({hidden}) column-parallel, which needs "
+                                      f"hidden_size % {plan.tp} == 0, and padding cannot change the hidden size")
     if plan.vocab.get("patch_needed"):
         features.append("plugin:vocab-patch")
     if plan.vllm_route:  # vLLM's own class would misread the padded config: the class or implementation it needs

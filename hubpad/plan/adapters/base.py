@@ -149,6 +149,11 @@ class Adapter:
     # Routed experts stored fused as 3-D tensors without a `.weight` suffix (Qwen3-VL-MoE, Qwen3.5): pattern ->
     # FusedExperts, padded along their intermediate axis (dense formats only).
     fused_experts: list[tuple[str, "FusedExperts"]] = field(default_factory=list)
+    # Gated DeltaNet linear-attention tensors (Qwen3.5, Qwen3-Next): pattern -> plan/gdn.py kind.
+    linear_attention: list[tuple[str, str]] = field(default_factory=list)
+    # vLLM's MTP layer for the family projects to the hidden size column-parallel (Qwen3.5, Qwen3-Next `mtp.fc`):
+    # MTP speculative decoding then needs hidden_size % TP == 0.
+    mtp_fc_shards_hidden: bool = False
     # Where a multimodal config keeps its language model's dims (`text_config`); None: config.json itself.
     text_config: str | None = None
     # The layers' name prefix (a regex), for the rules that look at layer modules by name (per-head norms).
@@ -158,6 +163,8 @@ class Adapter:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
         self._head_vectors = [re.compile(p) for p in self.head_vectors]
         self._fused_experts = [(re.compile(p), f) for p, f in self.fused_experts]
+        self._linear_attention = _alternation([p for p, _ in self.linear_attention])
+        self._linear_kinds = [kind for _, kind in self.linear_attention]
         self._copy_modules = [re.compile(p) for p in self.copy_modules]
         self._copy_params = [re.compile(p) for p in self.copy_params]
         # Planning asks these for every tensor (~185k in Hy3): one regex search instead of up to a dozen. The
@@ -200,6 +207,13 @@ class Adapter:
 
     def is_head_vector(self, name: str) -> bool:
         return any(p.search(name) for p in self._head_vectors)
+
+    def linear_attention_kind(self, name: str) -> str | None:
+        """The plan/gdn.py kind of a Gated DeltaNet tensor, or None when `name` is not one (or the family has none)."""
+        if self._linear_attention is None:
+            return None
+        m = self._linear_attention.search(name)
+        return self._linear_kinds[int(m.lastgroup[1:])] if m else None
 
     def fused_experts_of(self, name: str) -> "FusedExperts | None":
         """How a fused 3-D expert tensor holds the intermediate dim, or None when `name` is not one."""

@@ -53,6 +53,19 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # supports_encoder_tp_data = True: without it vLLM warns and shards the tower anyway (config/model.py)
     "encoder-dp:Qwen3VLForConditionalGeneration": ("0.11.0", "a data-parallel vision encoder for Qwen3-VL"),
     "encoder-dp:Qwen3VLMoeForConditionalGeneration": ("0.11.0", "a data-parallel vision encoder for Qwen3-VL-MoE"),
+    "arch:Qwen3NextForCausalLM": ("0.10.2", "Qwen3NextForCausalLM"),
+    "arch:Qwen3_5ForConditionalGeneration": ("0.17.0", "Qwen3_5ForConditionalGeneration"),
+    "arch:Qwen3_5MoeForConditionalGeneration": ("0.17.0", "Qwen3_5MoeForConditionalGeneration"),
+    # the text-only classes exist in qwen3_5.py from 0.17.0 but are registered by name from 0.27.0
+    "arch:Qwen3_5ForCausalLM": ("0.27.0", "Qwen3_5ForCausalLM"),
+    "arch:Qwen3_5MoeForCausalLM": ("0.27.0", "Qwen3_5MoeForCausalLM"),
+    # Qwen3.5's VL classes subclass Qwen3-VL's, supports_encoder_tp_data included (read, not run on a GPU)
+    "encoder-dp:Qwen3_5ForConditionalGeneration": ("0.17.0", "a data-parallel vision encoder for Qwen3.5"),
+    "encoder-dp:Qwen3_5MoeForConditionalGeneration": ("0.17.0", "a data-parallel vision encoder for Qwen3.5-MoE"),
+    "tool:qwen3_coder": ("0.10.0", "tool-call parser qwen3_coder"),
+    # MTP drafts: Qwen3-Next's through method "mtp" from 0.11.0 (0.10.2 named it qwen3_next_mtp), Qwen3.5's from 0.17.0
+    "spec:qwen3_next_mtp": ("0.11.0", "Qwen3-Next MTP speculative decoding (Qwen3NextMTP)"),
+    "spec:qwen3_5_mtp": ("0.17.0", "Qwen3.5 MTP speculative decoding (Qwen3_5MTP)"),
     # EngineArgs.hf_overrides and its CLI flag (engine/arg_utils.py)
     "flag:hf-overrides": ("0.6.4", "--hf-overrides"),
     # llama.py takes config.qkv_bias for q/k/v and attention_bias alone for o_proj (bias_o_proj); before, one
