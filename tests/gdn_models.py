@@ -21,7 +21,8 @@ TEXT = dict(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_l
             num_key_value_heads=2, head_dim=32, linear_key_head_dim=64, linear_value_head_dim=64,
             linear_num_key_heads=2, linear_num_value_heads=4, linear_conv_kernel_dim=4, max_position_embeddings=256,
             tie_word_embeddings=False)
-MOE = dict(moe_intermediate_size=96, shared_expert_intermediate_size=64, num_experts=4, num_experts_per_tok=2)
+# 8 experts: vLLM's MoE block for these models refuses a TP larger than the number of experts
+MOE = dict(moe_intermediate_size=96, shared_expert_intermediate_size=64, num_experts=8, num_experts_per_tok=2)
 VISION = dict(depth=1, hidden_size=32, intermediate_size=48, num_heads=2, out_hidden_size=128,
               num_position_embeddings=16, patch_size=4)
 TOKENS = dict(image_token_id=5, video_token_id=6, vision_start_token_id=7, vision_end_token_id=8)

@@ -63,7 +63,8 @@ FAMILIES: dict[str, Family] = {
                                           intermediate_size=512, moe_intermediate_size=64,
                                           shared_expert_intermediate_size=128, num_experts=4, num_experts_per_tok=2,
                                           decoder_sparse_step=1, qkv_bias=True)),
-    "qwen3_moe": Family("qwen3_moe", dict(GQA, **MOE, intermediate_size=256, num_experts=4, decoder_sparse_step=1,
+    # 8 experts: vLLM's Qwen3-MoE block refuses a TP larger than the number of experts (TP=6 here)
+    "qwen3_moe": Family("qwen3_moe", dict(GQA, **MOE, intermediate_size=256, num_experts=8, decoder_sparse_step=1,
                                           norm_topk_prob=True)),
     "mixtral": Family("mixtral", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2)),
     # vLLM's hy_v3 reads config.route_norm and config.expert_hidden_dim (errors without them) and

@@ -136,3 +136,14 @@ def test_qwen2_padded_heads_keep_their_label_and_name_the_vllm_route(tmp_path):
     assert "(64 // 6 = 10) and ignores config.json's head_dim (16)" in route["why"]
     assert "head_dim 10" in route["without"] and "wrong outputs" in route["without"]
     assert make_plan(LocalSource(src), 2).vllm_route is None  # no padded heads: vLLM's own Qwen2 class serves it
+
+
+def test_a_tp_larger_than_the_experts_is_refused_as_vllm_does(tmp_path):
+    """vLLM's Qwen3-MoE block raises "Tensor parallel size 6 is greater than the number of experts 4" (seen in the
+    serving tier); hubpad refuses that TP up front, in one line, instead of publishing what vLLM will not load."""
+    from hubpad.errors import ConfigError
+
+    _, src = _build(tmp_path, "qwen3_moe", CASES["qwen3_moe"][1])
+    assert make_plan(LocalSource(src), 4).tp == 4
+    with pytest.raises(ConfigError, match=r"4 routed experts < tp 6, and vLLM's qwen_moe MoE block refuses"):
+        make_plan(LocalSource(src), 6)

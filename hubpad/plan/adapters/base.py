@@ -154,6 +154,9 @@ class Adapter:
     # vLLM's MTP layer for the family projects to the hidden size column-parallel (Qwen3.5, Qwen3-Next `mtp.fc`):
     # MTP speculative decoding then needs hidden_size % TP == 0.
     mtp_fc_shards_hidden: bool = False
+    # vLLM's MoE block for the family raises "Tensor parallel size N is greater than the number of experts E"
+    # (qwen2_moe.py, qwen3_moe.py, qwen3_next.py, hy_v3.py).
+    tp_at_most_experts: bool = False
     # Where a multimodal config keeps its language model's dims (`text_config`); None: config.json itself.
     text_config: str | None = None
     # The layers' name prefix (a regex), for the rules that look at layer modules by name (per-head norms).
@@ -230,7 +233,12 @@ class Adapter:
         return text
 
     def check_tp(self, config: dict, tp: int) -> None:
-        """Refuse a TP size this family cannot serve at even after padding (nothing by default)."""
+        """Refuse a TP size this family cannot serve at even after padding: where vLLM's MoE block refuses a TP larger
+        than the number of routed experts (`tp_at_most_experts`), that TP."""
+        experts = config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+        if self.tp_at_most_experts and experts and tp > int(experts):
+            raise ConfigError(f"config.json: {experts} routed experts < tp {tp}, and vLLM's {self.name} MoE block "
+                              f"refuses a tensor-parallel size larger than the number of experts")
 
     def is_per_head_norm(self, module: str) -> bool:
         return self.per_head_norms and bool(re.search(self.layers + r"self_attn\.[qk]_norm$", module))

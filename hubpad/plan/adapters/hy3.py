@@ -38,5 +38,5 @@ HY3 = Hy3Adapter(
     ],
     copy_params=COPY_PARAMS,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("expert_hidden_dim", "moe_intermediate_size")},
-    per_head_norms=True,
+    per_head_norms=True, tp_at_most_experts=True,
 )

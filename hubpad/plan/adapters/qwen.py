@@ -59,13 +59,14 @@ _MOE = dict(
                        "shared": ("shared_expert_intermediate_size",)},
 )
 
-QWEN_MOE = QwenAdapter(name="qwen_moe", model_types=("qwen3_moe",), per_head_norms=True, **_MOE)
+QWEN_MOE = QwenAdapter(name="qwen_moe", model_types=("qwen3_moe",), per_head_norms=True, tp_at_most_experts=True,
+                       **_MOE)
 
 # Qwen2-MoE: no native vLLM class reads head_dim and has its layer (vLLM's Qwen3-MoE adds per-head q/k norms, which
 # no weights can turn off), so a head-padded Qwen2-MoE runs in vLLM's Transformers backend: transformers' module reads
 # head_dim, vLLM supplies attention, parallel linear layers and fused-MoE kernels (shared expert and gate included).
 QWEN2_MOE = QwenAdapter(
-    name="qwen2_moe", model_types=("qwen2_moe",), vllm_head_dim_from_hidden=True,
+    name="qwen2_moe", model_types=("qwen2_moe",), vllm_head_dim_from_hidden=True, tp_at_most_experts=True,
     vllm_route=VllmRoute(
         why=_DERIVES_HEAD_DIM.replace("{cls}", "Qwen2MoeForCausalLM"),
         route=("vLLM serves it with its Transformers backend instead (--model-impl transformers): transformers' "

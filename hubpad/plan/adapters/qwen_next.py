@@ -91,7 +91,7 @@ def _family(name, model_types, cls, prefix, gdn, moe: bool, fused: bool):
                        (layers + r"mlp\.experts\.down_proj$", FusedExperts(axis=-1, parts=1))] if fused else [],
         linear_attention=[(layers + tail, kind) for tail, kind in gdn + _GDN_BOTH],
         text_config="text_config" if cls is Qwen35VlAdapter else None,
-        mtp_fc_shards_hidden=True,
+        mtp_fc_shards_hidden=True, tp_at_most_experts=moe,
     )
 
 

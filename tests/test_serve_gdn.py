@@ -1,0 +1,50 @@
+"""Hybrid linear attention in stock vLLM's CPU build: Qwen3-Next served at TP=3 and TP=6 with the original's tokens;
+Qwen3.5 not served here, with the error that stops it.
+
+vLLM 0.32's CPU Gated DeltaNet path takes only bfloat16 activations (gdn_attention.py asserts it), and in bfloat16
+its output depends on the TP size itself: the unpadded original at TP=2 already generates other tokens than at TP=1
+(measured on this fixture: two prompts of three diverge, at steps 5 and 3, with the same logprob drift as below),
+while TP=2, TP=3 and TP=6 agree. So the derivative is compared with the original at TP=2, a size the original
+serves as it is, under the bfloat16 bound of tests/serving.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import serving
+
+pytestmark = pytest.mark.serve
+
+pytest.importorskip("torch")
+from tests import gdn_models  # noqa: E402  (torch, transformers)
+
+
+@pytest.fixture(scope="module")
+def qwen3_next(tmp_path_factory):
+    root = tmp_path_factory.mktemp("qwen3-next")
+    src = gdn_models.build("qwen3_next", root / "upstream")
+    original = serving.run_vllm([serving.job(src, 2, dtype="bfloat16")], root / "run-original-tp2").ok(0)
+    return root, src, original
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_qwen3_next_derivative_serves_the_originals_tokens(qwen3_next, tp):
+    from tests.helpers import cli
+
+    root, src, original = qwen3_next
+    dst = root / f"tp{tp}"
+    result = cli("mirror", src, "--tp", tp, "--to", dst)
+    assert result.exit_code == 0, result.output
+    run = serving.run_vllm([serving.job(dst, tp, dtype="bfloat16")], root / f"run-tp{tp}",
+                           plugins=serving.install_plugin(dst, root / f"tp{tp}-plugin"))
+    serving.assert_same_outputs(original, run.ok(0), f"qwen3_next TP=2 vs derivative TP={tp}", "bfloat16")
+
+
+def test_qwen3_5_is_not_served_by_this_cpu_build(tmp_path):
+    """vLLM's qwen3_5.py builds on qwen3_vl.py, which imports torchvision even for the text-only classes, and the
+    registry's torchvision builds do not import beside torch 2.13.0+cpu (requirements/serve.txt leaves them out)."""
+    src = gdn_models.build("qwen3_5_text", tmp_path / "upstream")
+    run = serving.run_vllm([serving.job(src, 1, dtype="bfloat16")], tmp_path / "run-original")
+    assert run.results and not run.results[0]["ok"]
+    assert "No module named 'torchvision'" in run.log
