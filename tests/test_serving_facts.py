@@ -70,3 +70,26 @@ def test_new_families_name_what_sets_their_minimum():
     ds = adapter_for(DEEPSEEK_V3_CONFIG).serving(DEEPSEEK_V3_CONFIG)
     assert ds["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
     assert {"spec:deepseek_mtp", "spec:mtp", "arch:DeepseekV3ForCausalLM"} <= set(ds["vllm_features"])
+
+
+def _facts(config: dict) -> tuple:
+    s = adapter_for(config).serving(config)
+    return s["tool_call_parser"], s["reasoning_parser"], min_vllm(s["vllm_features"])["version"], s.get(
+        "mm_encoder_tp_mode")
+
+
+def test_new_families_flags_and_minimum_vllm():
+    """The Qwen2 line's route, the vision-language models (served with a data-parallel encoder) and the hybrid
+    linear-attention models: parsers and the oldest vLLM with every class, parser and flag (vllm.py)."""
+    from tests import qwen35_real, vlm_real
+
+    assert _facts(vlm_real.QWEN3_VL_235B_CONFIG) == ("hermes", "qwen3", "0.11.0", "data")
+    assert _facts(vlm_real.KIMI_K25_CONFIG) == ("kimi_k2", "kimi_k2", "0.15.0", "data")
+    assert _facts(vlm_real.GLM45V_CONFIG) == ("glm45", "glm45", "0.10.2", "data")
+    assert _facts(qwen35_real.QWEN35_397B_CONFIG) == ("qwen3_coder", "qwen3", "0.17.0", "data")
+    assert _facts(qwen35_real.QWEN3_NEXT_80B_CONFIG) == ("hermes", "qwen3", "0.10.2", None)
+    assert adapter_for(vlm_real.KIMI_K25_CONFIG).serving(vlm_real.KIMI_K25_CONFIG)["extra_args"] == ["--trust-remote-code"]
+    qwq = adapter_for(vlm_real.QWQ_32B)
+    route = qwq.route_for(dict(vlm_real.QWQ_32B, num_attention_heads=45, num_key_value_heads=9, head_dim=128))
+    assert min_vllm(route["features"])["version"] == "0.7.0"
+    assert qwq.route_for(dict(vlm_real.QWQ_32B, head_dim=128)) is None  # 5120 // 40 = 128: nothing to route

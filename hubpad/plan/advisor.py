@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from hubpad.errors import HubpadError
+from hubpad.plan import gdn
 from hubpad.plan.dims import head_problems, kv_per_rank
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Plan
@@ -106,6 +107,8 @@ def _why(s: Survey, tp: int, plan: Plan) -> list[str]:
     each intermediate group `plan` grows (named with the per-rank multiple its formats need)."""
     sh = s.shape
     why = head_problems(sh.heads, sh.kv, sh.geometry, tp, s.aligns, sh.hidden, s.inputs.adapter)
+    if sh.linear is not None:
+        why += gdn.problems(sh.linear, tp, s.linear_align)
     for d in plan.dims:
         group = d.name.removesuffix(" intermediate")
         if group in sh.inter and d.after != d.before:
@@ -147,9 +150,24 @@ def _flop_costs(s: Survey, row: Row, h2: int, kv2: int, plan: Plan) -> None:
     after = {d.config_keys: d.after for d in plan.dims}
     attn, mlp = _flops(s, h2, kv2, {g: after[keys] for g, (keys, _) in sh.inter.items()})
     replicated = _replicated_attention_flops(s)
-    row.attention_flops_pct = _pct(attn[0] + replicated, attn[1] + replicated)
+    linear = _linear_attention_flops(s, plan)
+    row.attention_flops_pct = _pct(attn[0] + replicated + linear[0], attn[1] + replicated + linear[1])
     row.mlp_flops_pct = _pct(*mlp)
     row.attention_score_flops_pct = _pct(sh.heads, h2)
+
+
+def _linear_attention_flops(s: Survey, plan: Plan) -> tuple[int, int]:
+    """(before, after) multiply-adds per token of the Gated DeltaNet projections (their 2-D weights), which count
+    with attention's."""
+    if not s.modules.linear:
+        return 0, 0
+    planned = {t.name: t for t in plan.tensors if t.name in s.modules.linear}
+    before = after = 0
+    for name, t in planned.items():
+        if name.endswith(".weight") and len(t.shape) == 2:
+            before += math.prod(t.src.shape)
+            after += math.prod(t.shape)
+    return before, after
 
 
 def _attention_layers(s: Survey) -> int:

@@ -196,7 +196,8 @@ def _read_inputs(source: Source) -> _Inputs:
     text = adapter.dims_config(config)
     if text is not config:
         check_config_values(text, where=f"config.json: {adapter.text_config}")
-    quant = QuantConfig.read(config, hf_quant)
+    # Kimi-K2.5 keeps its quantization_config in text_config (vLLM reads it there too)
+    quant = QuantConfig.read(config if "quantization_config" in config else text, hf_quant)
     names, index = weight_files(source)
     headers = _read_headers(source, [files[n] for n in names], index.pop("weight_map", None))
     return _Inputs(files, config, text, adapter, quant, names, index, headers)

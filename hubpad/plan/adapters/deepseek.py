@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, MTP_MODULES, ROUTERS, SHARED,
-                                       Adapter, L, Role, mtp_speculative, one_shared_expert)
+                                       Adapter, L, Role, mtp_speculative, one_shared_expert, under)
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
@@ -79,5 +79,28 @@ def _mla(cls: type[MlaAdapter], model_type: str) -> MlaAdapter:
     )
 
 
+class KimiK25Adapter(KimiK2Adapter):
+    """Kimi-K2.5 (`kimi_k25`): Kimi-K2's MLA language model under `language_model.model.` (its lm_head at
+    `language_model.lm_head`, its dims and int4 quantization_config in text_config), a MoonViT vision tower
+    (`vision_tower.*`) and projector (`mm_projector.*`) copied byte for byte and replicated on every rank
+    (--mm-encoder-tp-mode data; vLLM's KimiK25ForConditionalGeneration has supports_encoder_tp_data)."""
+
+    vllm_features = ("arch:KimiK25ForConditionalGeneration", "flag:mm-encoder-tp-mode",
+                     "encoder-dp:KimiK25ForConditionalGeneration")
+
+    def serving(self, config: dict) -> dict:
+        return {**super().serving(self.dims_config(config)), "mm_encoder_tp_mode": "data"}
+
+
 DEEPSEEK_V3 = _mla(MlaAdapter, "deepseek_v3")
 KIMI_K2 = _mla(KimiK2Adapter, "kimi_k2")
+_KIMI_LM = "language_model.model."
+KIMI_K25 = KimiK25Adapter(
+    name="kimi_k25", model_types=("kimi_k25",),
+    linear_patterns=under(_KIMI_LM, _MLA + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED]),
+    copy_modules=under(_KIMI_LM, COPY_MODULES + ROUTERS + _LATENT + MTP_MODULES)
+    + [r"^language_model\.lm_head$", r"^vision_tower\.", r"^mm_projector\."],
+    copy_params=under(_KIMI_LM, COPY_PARAMS),
+    intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
+    text_config="text_config", layers=under(_KIMI_LM, [L])[0],
+)

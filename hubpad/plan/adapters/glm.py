@@ -10,8 +10,9 @@ num_hidden_layers and is padded like the other layers.
 
 from __future__ import annotations
 
-from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, MTP_MODULES, ROUTERS,
-                                       SHARED, Adapter, Role, mtp_speculative, one_shared_expert)
+from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, LANGUAGE_MODEL,
+                                       MTP_MODULES, ROUTERS, SHARED, VISION_TOWER, Adapter, L, Role, mtp_speculative,
+                                       one_shared_expert, under)
 from hubpad.plan.adapters.vllm import serving
 
 
@@ -28,10 +29,35 @@ class GlmMoeAdapter(Adapter):
             ("spec:glm4_moe_mtp", "spec:mtp") if spec else ()))
 
 
+class Glm4vMoeAdapter(GlmMoeAdapter):
+    """GLM-4.5V / 4.6V (`glm4v_moe`): the same language model under `model.language_model.` (dims in text_config),
+    a vision tower under `model.visual.` copied byte for byte and replicated on every rank (--mm-encoder-tp-mode data:
+    vLLM's Glm4vMoeForConditionalGeneration inherits supports_encoder_tp_data from Glm4vForConditionalGeneration).
+    vLLM builds the language model with its Glm4Moe class, which reads text_config's head_dim and use_qk_norm."""
+
+    def serving(self, config: dict) -> dict:
+        text = self.dims_config(config)
+        spec = mtp_speculative(text)
+        out = serving(tool="glm45", reasoning="glm45", spec=spec,
+                      features=("arch:Glm4vMoeForConditionalGeneration", "flag:mm-encoder-tp-mode",
+                                "encoder-dp:Glm4vMoeForConditionalGeneration") + (
+                          ("spec:glm4_moe_mtp", "spec:mtp") if spec else ()))
+        return {**out, "mm_encoder_tp_mode": "data"}
+
+
+_GLM = dict(linear_patterns=ATTENTION + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],
+            copy_modules=COPY_MODULES + ROUTERS + MTP_MODULES, copy_params=COPY_PARAMS)
+
 GLM4_MOE = GlmMoeAdapter(
-    name="glm4_moe", model_types=("glm4_moe",),
-    linear_patterns=ATTENTION + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],
-    copy_modules=COPY_MODULES + ROUTERS + MTP_MODULES, copy_params=COPY_PARAMS,
+    name="glm4_moe", model_types=("glm4_moe",), **_GLM,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
     per_head_norms=True,
+)
+
+GLM4V_MOE = Glm4vMoeAdapter(
+    name="glm4v_moe", model_types=("glm4v_moe",),
+    **{k: under(LANGUAGE_MODEL, v) for k, v in _GLM.items()} | {
+        "copy_modules": under(LANGUAGE_MODEL, _GLM["copy_modules"]) + VISION_TOWER},
+    intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
+    per_head_norms=True, text_config="text_config", layers=under(LANGUAGE_MODEL, [L])[0],
 )

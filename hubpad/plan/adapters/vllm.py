@@ -54,6 +54,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "encoder-dp:Qwen3VLForConditionalGeneration": ("0.11.0", "a data-parallel vision encoder for Qwen3-VL"),
     "encoder-dp:Qwen3VLMoeForConditionalGeneration": ("0.11.0", "a data-parallel vision encoder for Qwen3-VL-MoE"),
     "arch:Qwen3NextForCausalLM": ("0.10.2", "Qwen3NextForCausalLM"),
+    "arch:Glm4vMoeForConditionalGeneration": ("0.10.1", "Glm4vMoeForConditionalGeneration"),
+    "encoder-dp:Glm4vMoeForConditionalGeneration": ("0.10.2", "a data-parallel vision encoder for GLM-4.5V"),
+    "arch:KimiK25ForConditionalGeneration": ("0.15.0", "KimiK25ForConditionalGeneration"),
+    "encoder-dp:KimiK25ForConditionalGeneration": ("0.15.0", "a data-parallel vision encoder for Kimi-K2.5"),
     "arch:Qwen3_5ForConditionalGeneration": ("0.17.0", "Qwen3_5ForConditionalGeneration"),
     "arch:Qwen3_5MoeForConditionalGeneration": ("0.17.0", "Qwen3_5MoeForConditionalGeneration"),
     # the text-only classes exist in qwen3_5.py from 0.17.0 but are registered by name from 0.27.0
