@@ -1,7 +1,7 @@
 """The README's TP-advisor table: `hubpad plan SRC` (no --tp) on header-only sparse copies of real public models.
 
 Each checkpoint is built from the model's real config.json values (tests/real_models.py, tests/hy3_real.py,
-tests/mla_real.py, tests/gpt_oss_real.py) with tensors of the real shapes and dtypes (BF16; FP8 for DeepSeek-V3 and
+tests/mla_real.py, tests/gpt_oss_real.py, tests/qwen35_real.py) with tensors of the real shapes and dtypes (BF16; FP8 for DeepSeek-V3 and
 Kimi-K2; MXFP4 experts for gpt-oss) over sparse holes, so it costs no disk; the rows are hubpad's own advisor output.
 
     python bench/tp_advice.py [--dir DIR]    # prints the markdown to paste under "Which TP sizes work" in README.md
@@ -22,6 +22,7 @@ from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.mla_real import DEEPSEEK_V3_CONFIG, KIMI_K2_CONFIG, mla_tensors
+from tests.qwen35_real import REAL_GDN_MODELS
 from tests.real_models import REAL_MODELS, header_only_tensors
 
 
@@ -32,6 +33,10 @@ def checkpoints() -> dict[str, tuple[dict, list]]:
     out["moonshotai/Kimi-K2-Instruct"] = (KIMI_K2_CONFIG, mla_tensors(KIMI_K2_CONFIG))
     out["deepseek-ai/DeepSeek-V3"] = (DEEPSEEK_V3_CONFIG, mla_tensors(DEEPSEEK_V3_CONFIG))
     out["openai/gpt-oss-120b"] = gpt_oss_real(*GPT_OSS_SIZES["openai/gpt-oss-120b"])
+    for repo in ("Qwen/Qwen3.5-397B-A17B", "Qwen/Qwen3.5-122B-A10B", "Qwen/Qwen3.5-27B",
+                 "Qwen/Qwen3-Next-80B-A3B-Instruct"):  # hybrid linear attention (tests/qwen35_real.py)
+        cfg, tensors = REAL_GDN_MODELS[repo]
+        out[repo] = (cfg, tensors(cfg))
     return out
 
 

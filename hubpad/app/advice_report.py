@@ -19,8 +19,11 @@ def verdict_cell(row: Row) -> str:
     cell = row.verdict + (" + vocab patch" if row.vocab_patch else "")
     if row.relabelled:
         cell += f", as {row.relabelled['to']['architectures'][0]}"
-    if row.vllm_route:
-        cell += ", serve with " + " ".join(route_flags(row.vllm_route))
+    route = row.vllm_route
+    if route and route.get("hf_overrides"):
+        cell += f", served as {route['hf_overrides']['architectures'][0]} (--hf-overrides)"
+    elif route and route.get("model_impl"):
+        cell += f", served with --model-impl {route['model_impl']}"
     return cell
 
 
