@@ -128,3 +128,85 @@ def test_gdn_refusals_name_the_reason(tmp_path):
     # q and k sections of 2 x 32 rows each, v of 4 x 64: 384, where the checkpoint holds 512
     with pytest.raises(ConfigError, match=r"linear_attn\.\w+\.weight: shape \[512, .*\], expected \[384, .*\]"):
         make_plan(LocalSource(src), 3)
+
+
+# --------------------------------------------------------------------------------------------------
+# Qwen's FP8 releases (Qwen3.5-27B-FP8 and the like): 128 x 128 e4m3 blocks with float32 weight_scale_inv on every
+# linear layer but the ones the release leaves in BF16 (its modules_to_not_convert): lm_head, the embeddings, each
+# GDN layer's conv1d, in_proj_a and in_proj_b, and mtp.fc.
+
+FP8_EXCLUDED = ("lm_head", "embed_tokens", "conv1d", "in_proj_a", "in_proj_b", "mtp.fc")
+FP8_TEXT = dict(hidden_size=256, intermediate_size=256, head_dim=64, linear_key_head_dim=128,
+                linear_value_head_dim=128)
+
+
+def _qwen35_fp8(path):
+    """A tiny Qwen3.5 (text only) in Qwen's FP8 layout, written by the spec (tests/test_fp8_scales.py)."""
+    from safetensors.torch import load_file, save_file
+
+    from tests.test_fp8_scales import _block_quantize
+
+    gdn_models.build("qwen3_5_text", path, text=FP8_TEXT)
+    tensors = load_file(path / "model.safetensors")
+    out, excluded = {}, set()
+    for name, t in tensors.items():
+        module = name.rpartition(".")[0]
+        if name.endswith(".weight") and t.ndim == 2 and "norm" not in name and not name.endswith("mlp.gate.weight"):
+            if any(x in module for x in FP8_EXCLUDED):
+                excluded.add(module)
+            else:
+                out[name], out[module + ".weight_scale_inv"] = _block_quantize(t.float())
+                continue
+        out[name] = t
+    save_file(out, path / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((path / "config.json").read_text())
+    config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                     "weight_block_size": [128, 128], "modules_to_not_convert": sorted(excluded)}
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+    return path
+
+
+def _dequantized_logits(path):
+    """float64 logits of the checkpoint with every FP8 weight dequantized by the spec (weight x its block scale)."""
+    from safetensors.torch import load_file
+
+    from tests.test_fp8_scales import _block_dequantize
+
+    tensors = load_file(next(path.glob("model*.safetensors")))
+    state = {}
+    for name, t in tensors.items():
+        if name.endswith(".weight_scale_inv"):
+            continue
+        scale = tensors.get(name.removesuffix(".weight") + ".weight_scale_inv")
+        state[name] = _block_dequantize(t, scale).double() if scale is not None else t.double()
+    config = transformers.Qwen3_5TextConfig.from_pretrained(path)
+    config.quantization_config = None
+    model = transformers.Qwen3_5ForCausalLM(config).double().eval()
+    missing, unexpected = model.load_state_dict({k: v for k, v in state.items() if not k.startswith("mtp.")},
+                                                strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    ids = torch.randint(0, 512, (2, 20), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        return model(input_ids=ids).logits
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_qwen35_fp8_block_release_pads_exactly(tmp_path, tp):
+    src = _qwen35_fp8(tmp_path / "upstream")
+    dst = tmp_path / "padded"
+    result = cli("mirror", src, "--tp", tp, "--to", dst)
+    assert result.exit_code == 0, result.output
+    assert cli("verify", src, dst).exit_code == 0
+    plan = make_plan(LocalSource(src), tp)
+    assert "fp8" in plan.formats
+    shapes = {t.name: (t.src.shape, t.shape) for t in plan.tensors if t.padded}
+    gdn = "model.layers.0.linear_attn."
+    nk, nv = (3, 6) if tp == 3 else (6, 12)
+    # sections [q 256 | k 256 | v 512] in whole 128-row blocks: [2 | 2 | 4] scale rows, each growing at its end
+    assert shapes[gdn + "in_proj_qkv.weight"] == ((1024, 256), ((2 * nk + nv) * 128, 256))
+    assert shapes[gdn + "in_proj_qkv.weight_scale_inv"] == ((8, 2), (2 * nk + nv, 2))
+    assert shapes[gdn + "in_proj_b.weight"] == ((4, 256), (nv, 256))  # BF16, as the release leaves it
+    a, b = _dequantized_logits(src), _dequantized_logits(dst)
+    delta = (a - b).abs().max().item()
+    print(f"qwen3.5 FP8 TP={tp}: float64 max |Δ| = {delta}")
+    assert delta == 0.0
