@@ -93,3 +93,19 @@ def test_new_families_flags_and_minimum_vllm():
     route = qwq.route_for(dict(vlm_real.QWQ_32B, num_attention_heads=45, num_key_value_heads=9, head_dim=128))
     assert min_vllm(route["features"])["version"] == "0.7.0"
     assert qwq.route_for(dict(vlm_real.QWQ_32B, head_dim=128)) is None  # 5120 // 40 = 128: nothing to route
+
+
+def test_config_keys_vllm_needs_are_warned_about(tmp_path):
+    """Found by the serving tier: a config saved by transformers lacks keys vLLM's class reads without a default
+    (hy_v3: route_norm, expert_hidden_dim) or reads with another default (qk_norm; DeepSeek-V3's router). The plan
+    and the mirror say so; the derivative keeps config.json as upstream has it."""
+    from hubpad.plan.planner import make_plan
+    from hubpad.source.local import LocalSource
+    from hubpad.testing import TINY_HY3, tiny_hy3_tensors, write_checkpoint
+
+    complete = write_checkpoint(tmp_path / "complete", TINY_HY3, tiny_hy3_tensors(TINY_HY3, "bf16"), n_shards=1)
+    assert make_plan(LocalSource(complete), 3).warnings == []
+    config = {k: v for k, v in TINY_HY3.items() if k not in ("route_norm", "qk_norm")}
+    lacking = write_checkpoint(tmp_path / "lacking", config, tiny_hy3_tensors(config, "bf16"), n_shards=1)
+    warnings = make_plan(LocalSource(lacking), 3).warnings
+    assert [w.split(",")[0] for w in warnings] == ["config.json has no route_norm", "config.json has no qk_norm"]

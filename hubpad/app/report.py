@@ -29,6 +29,7 @@ def plan_text(plan: Plan, parts: list[dict] | None = None) -> str:
                       + ("" if d.before == d.after else "  *")] for d in plan.dims])
     lines += _relabel_lines(plan.relabelled)
     lines += _route_lines(plan.vllm_route)
+    lines += ["", *(f"Warning: {w}." for w in plan.warnings)] if plan.warnings else []
     groups = plan.padded_groups()
     lines.append("")
     lines.append(f"Tensors whose shape changes ({sum(g['count'] for g in groups)} of {len(plan.tensors)}; "

@@ -132,6 +132,7 @@ class Plan:
     index_metadata: dict = field(default_factory=dict)
     relabelled: dict | None = None  # plan/relabel.py: the derivative's new architecture label, and why
     vllm_route: dict | None = None  # adapters VllmRoute.record: the vLLM class the derivative must be served with
+    warnings: list[str] = field(default_factory=list)  # what the user should know (config keys vLLM will miss)
     # weight file -> (header end, sha256 of its bytes [0, end)) as read while planning: checked when the file streams
     header_digests: dict[str, tuple[int, str]] = field(default_factory=dict)
 

@@ -169,6 +169,8 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,
+        warnings=[f"{w}; the derivative keeps config.json as upstream has it (published configs set the key)"
+                  for w in inputs.adapter.missing_vllm_keys(inputs.config)],
         adapter=inputs.adapter, quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}),
         dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,

@@ -118,6 +118,8 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     """
     started = time.monotonic()
     hooks = hooks or RunHooks()
+    for warning in plan.warnings:
+        log(f"warning: {warning}")
     summary = _start_summary(plan, publisher)
     existing = publisher.prepare(plan)
     upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)

@@ -157,6 +157,9 @@ class Adapter:
     # vLLM's MoE block for the family raises "Tensor parallel size N is greater than the number of experts E"
     # (qwen2_moe.py, qwen3_moe.py, qwen3_next.py, hy_v3.py).
     tp_at_most_experts: bool = False
+    # config keys vLLM's class for the family reads with no default (it stops without them) and that a config saved
+    # by transformers may lack although published configs set them: key -> what vLLM does without it
+    vllm_reads: dict[str, str] = field(default_factory=dict)
     # Where a multimodal config keeps its language model's dims (`text_config`); None: config.json itself.
     text_config: str | None = None
     # The layers' name prefix (a regex), for the rules that look at layer modules by name (per-head norms).
@@ -254,6 +257,11 @@ class Adapter:
                     raise HubpadError(f"config.json: {' and '.join(present)} disagree ({sorted(values)})")
                 out[group] = (present, int(config[present[0]]))
         return out
+
+    def missing_vllm_keys(self, config: dict) -> list[str]:
+        """What config.json (its language model's part) lacks that vLLM's class for the family needs, said plainly."""
+        text = self.dims_config(config)
+        return [f"config.json has no {key}, which {why}" for key, why in self.vllm_reads.items() if key not in text]
 
     def route_for(self, config: dict) -> dict | None:
         """The vLLM route (VllmRoute.record) the derivative with this padded `config` needs, or None."""

@@ -70,8 +70,14 @@ class KimiK2Adapter(MlaAdapter):
     vllm_features = ("arch:DeepseekV3ForCausalLM", "mla:kimi_k2")
 
 
+# DeepSeek-V3's router as its published configs state it; vLLM's defaults differ silently (no bias, softmax).
+_ROUTER_KEYS = {"topk_method": "vLLM defaults to no e_score_correction_bias routing ('greedy'), another function",
+                "scoring_func": "vLLM defaults to 'softmax', another routing function than DeepSeek-V3's sigmoid"}
+
+
 def _mla(cls: type[MlaAdapter], model_type: str) -> MlaAdapter:
     return cls(
+        vllm_reads=_ROUTER_KEYS,
         name=model_type, model_types=(model_type,),
         linear_patterns=_MLA + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],
         copy_modules=COPY_MODULES + ROUTERS + _LATENT + MTP_MODULES, copy_params=COPY_PARAMS,
@@ -96,7 +102,7 @@ DEEPSEEK_V3 = _mla(MlaAdapter, "deepseek_v3")
 KIMI_K2 = _mla(KimiK2Adapter, "kimi_k2")
 _KIMI_LM = "language_model.model."
 KIMI_K25 = KimiK25Adapter(
-    name="kimi_k25", model_types=("kimi_k25",),
+    name="kimi_k25", model_types=("kimi_k25",), vllm_reads=_ROUTER_KEYS,
     linear_patterns=under(_KIMI_LM, _MLA + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED]),
     copy_modules=under(_KIMI_LM, COPY_MODULES + ROUTERS + _LATENT + MTP_MODULES)
     + [r"^language_model\.lm_head$", r"^vision_tower\.", r"^mm_projector\."],

@@ -60,4 +60,5 @@ GLM4V_MOE = Glm4vMoeAdapter(
         "copy_modules": under(LANGUAGE_MODEL, _GLM["copy_modules"]) + VISION_TOWER},
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
     per_head_norms=True, text_config="text_config", layers=under(LANGUAGE_MODEL, [L])[0],
+    vllm_reads={"use_qk_norm": "vLLM's Glm4Moe model reads from text_config without a default (it stops at load)"},
 )

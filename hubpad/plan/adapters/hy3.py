@@ -39,4 +39,7 @@ HY3 = Hy3Adapter(
     copy_params=COPY_PARAMS,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("expert_hidden_dim", "moe_intermediate_size")},
     per_head_norms=True, tp_at_most_experts=True,
+    vllm_reads={"route_norm": "vLLM's hy_v3 model reads without a default (it stops at load)",
+                "expert_hidden_dim": "vLLM's hy_v3 model reads without a default (it stops at load)",
+                "qk_norm": "vLLM's hy_v3 model takes as false, dropping the q/k norms the checkpoint has"},
 )
