@@ -43,12 +43,19 @@ class Zoo:
         return self._derivatives[key]
 
     def original(self, family: str) -> dict:
-        """The original served at TP=1 by stock vLLM (no plugin)."""
+        """The original served by stock vLLM (no plugin) at its reference TP: 1, or 2 where vLLM's own outputs
+        differ between TP=1 and TP>1 (serve_models.Family.reference_tp)."""
         if family not in self._originals:
-            run = serving.run_vllm([serving.job(self.upstream(family), 1, **self.engine(family))],
-                                   self.root / family / "run-original")
+            run = serving.run_vllm([serving.job(self.upstream(family), self.reference_tp(family),
+                                                **self.engine(family))], self.root / family / "run-original")
             self._originals[family] = run.ok(0)
         return self._originals[family]
+
+    @staticmethod
+    def reference_tp(family: str) -> int:
+        from tests import serve_models
+
+        return serve_models.FAMILIES[family.partition("+")[0]].reference_tp
 
     def plugin(self, derivative: Path) -> Path | None:
         """The derivative's vocab plugin pip-installed into a folder of its own, or None when it ships none."""

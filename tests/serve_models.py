@@ -38,11 +38,14 @@ class Family:
     mtp: tuple[str, ...] | None = None  # an MTP layer at index num_hidden_layers, with these modules besides its block
     saved_model_type: str | None = None  # written into config.json instead (Kimi-K2: DeepSeek-V3's architecture)
     engine: dict = field(default_factory=dict)  # vLLM engine arguments it needs here
+    reference_tp: int = 1  # the TP the original is served at for the comparison (tests/serve_fixtures.py)
 
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
 # backend: float32, latent 512 + 64 = 576 (the one size it compiles). vLLM prefers AMX_MLA where the CPU has AMX,
-# which takes only bf16/fp16 weights, so the backend is named.
+# which takes only bf16/fp16 weights, so the backend is named. Its outputs depend on whether TP is 1: the unpadded
+# original at TP=1 and at TP=2 differ from the first token on (measured), while TP=2, 3 and 6 agree to float32
+# noise, so MLA originals are served at TP=2 for the comparison (reference_tp).
 _MLA = dict(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=96,
             kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=64, v_head_dim=64, n_routed_experts=4, n_group=2,
             topk_group=1, first_k_dense_replace=1, n_shared_experts=1, num_nextn_predict_layers=1, **MOE)
@@ -83,8 +86,10 @@ FAMILIES: dict[str, Family] = {
     "gemma3_text": Family("gemma3_text", dict(hidden_size=192, num_attention_heads=4, num_key_value_heads=2,
                                               head_dim=32, intermediate_size=256, query_pre_attn_scalar=32,
                                               sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
-    "deepseek_v3": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, mtp=MTP_EXTRAS, engine=_CPU_MLA),
-    "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA),
+    "deepseek_v3": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, mtp=MTP_EXTRAS, engine=_CPU_MLA,
+                          reference_tp=2),
+    "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
+                      reference_tp=2),
 }
 
 
@@ -118,11 +123,11 @@ def _drafting_mtp(path: Path, n: int) -> None:
 
     Every layer's output projections (o_proj, down_proj, experts' down_proj) shrink tenfold and the embedding grows
     tenfold, so the residual stream stays close to the token's own embedding (the layers add a few percent) and the
-    model behaves nearly as a bigram model; the head grows tenfold, so its greedy choices stay decisive. The MTP layer reads only the next token's embedding (eh_proj = [I | 0] over
-    [enorm(embedding), hnorm(hidden)], its own embedding and head the main model's), its block is a copy of the last
-    (equally quiet) layer, and it ends in the main model's final norm, so it drafts about what the model itself
-    predicts from that token: many drafts are accepted, not all, and the count depends on every weight of the MTP
-    layer, its padded heads included."""
+    model behaves nearly as a bigram model; the head grows tenfold, so its greedy choices stay decisive. The MTP
+    layer reads only the next token's embedding (eh_proj = [I | 0] over [enorm(embedding), hnorm(hidden)], its own
+    embedding and head the main model's), its block is a copy of the last (equally quiet) layer, and it ends in the
+    main model's final norm, so it drafts about what the model itself predicts from that token: many drafts are
+    accepted, not all, and the count depends on every weight of the MTP layer, its padded heads included."""
     file = path / "model.safetensors"
     tensors = load_file(file)
     for name, t in tensors.items():
