@@ -62,7 +62,8 @@ class Zoo:
         if not (derivative / "vllm_patch").is_dir():
             return None
         if derivative not in self._plugins:
-            self._plugins[derivative] = serving.install_plugin(derivative, derivative.parent / f"{derivative.name}-plugin")
+            folder = derivative.parent / f"{derivative.name}-plugin"
+            self._plugins[derivative] = serving.install_plugin(derivative, folder)
         return self._plugins[derivative]
 
     @staticmethod

@@ -4,8 +4,8 @@ They differ from the float64 fixtures of the other tests in what vLLM's CPU back
 attention takes 32, 64, 80, 96, 112, 128, ... but not 16 or 24), an MLA latent of 576 (kv_lora_rank +
 qk_rope_head_dim: the one size of the float32 CPU_MLA backend), a vocab of 512 (64-aligned, and not divisible by 3,
 so TP=3 and TP=6 need the vocab plugin), and the config keys vLLM reads that a config saved by transformers lacks
-but every published config sets (`published_keys`). Weights are O(0.3) (tests/tiny_moe.randomize), so each greedy step is decisive and
-a single wrong padded value changes the output.
+but every published config sets (`published_keys`). Weights are O(0.3) (tests/tiny_moe.randomize), so each greedy
+step is decisive and a single wrong padded value changes the output.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ FAMILIES: dict[str, Family] = {
     # Qwen2: 14 heads / 2 kv on hidden 448 (head_dim 32) become 21 / 3 at TP=3, and vLLM's Qwen2 class would read
     # head_dim 448 // 21 = 21, a size no CPU attention kernel takes (loud). Its "-quiet" twin, 8 heads / 2 kv on hidden
     # 768 (head_dim 96), becomes 12 / 3, which that class would read as head_dim 64: a size the kernels take.
-    "qwen2": Family("qwen2", dict(hidden_size=448, num_attention_heads=14, num_key_value_heads=2, intermediate_size=512)),
+    "qwen2": Family("qwen2", dict(hidden_size=448, num_attention_heads=14, num_key_value_heads=2,
+                                  intermediate_size=512)),
     "qwen2-quiet": Family("qwen2", dict(hidden_size=768, num_attention_heads=8, num_key_value_heads=2,
                                         intermediate_size=512)),
     # Qwen2-MoE: the same heads, routed experts plus a gated shared expert; served by vLLM's Transformers backend.

@@ -104,7 +104,8 @@ def gloo_plugin(folder: Path) -> Path:
     info.mkdir(parents=True, exist_ok=True)
     (folder / "hubpad_test_cpu_gloo.py").write_text(GLOO_PLUGIN)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hubpad-test-cpu-gloo\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[vllm.general_plugins]\nhubpad_test_cpu_gloo = hubpad_test_cpu_gloo:register\n")
+    (info / "entry_points.txt").write_text(
+        "[vllm.general_plugins]\nhubpad_test_cpu_gloo = hubpad_test_cpu_gloo:register\n")
     return folder
 
 

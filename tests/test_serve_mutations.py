@@ -45,7 +45,8 @@ def test_a_padded_head_that_is_not_zero_fails(zoo):
     new_kv = kv - 1  # the appended kv head (2 -> 3)
     assert not v[new_kv * head_dim:].any() and not o[:, new_kv * group * head_dim:].any()  # zero as published
     v[new_kv * head_dim:] = torch.randn(v[new_kv * head_dim:].shape, generator=gen).to(v.dtype) * 0.3
-    o[:, new_kv * group * head_dim:] = torch.randn(o[:, new_kv * group * head_dim:].shape, generator=gen).to(o.dtype) * 0.3
+    pad_o = o[:, new_kv * group * head_dim:]
+    pad_o[:] = torch.randn(pad_o.shape, generator=gen).to(o.dtype) * 0.3
     save_file(tensors, shard, metadata={"format": "pt"})
     run = serving.run_vllm([serving.job(broken, 3)], broken.parent / "run-nonzero-pad", plugins=zoo.plugin(derivative))
     with pytest.raises(AssertionError, match=r"greedy tokens differ|max \|Δ logprob\|"):
