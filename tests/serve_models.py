@@ -39,6 +39,7 @@ class Family:
     saved_model_type: str | None = None  # written into config.json instead (Kimi-K2: DeepSeek-V3's architecture)
     engine: dict = field(default_factory=dict)  # vLLM engine arguments it needs here
     reference_tp: int = 1  # the TP the original is served at for the comparison (tests/serve_fixtures.py)
+    seed: int = 0  # another where seed 0 leaves a greedy step near a tie (serving.MIN_MARGIN)
 
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
@@ -61,7 +62,7 @@ FAMILIES: dict[str, Family] = {
     "qwen2": Family("qwen2", dict(hidden_size=448, num_attention_heads=14, num_key_value_heads=2,
                                   intermediate_size=512)),
     "qwen2-quiet": Family("qwen2", dict(hidden_size=768, num_attention_heads=8, num_key_value_heads=2,
-                                        intermediate_size=512)),
+                                        intermediate_size=512), seed=1),  # seed 0: a step 9.3e-3 from a tie
     # Qwen2-MoE: the same heads, routed experts plus a gated shared expert; served by vLLM's Transformers backend.
     "qwen2_moe": Family("qwen2_moe", dict(hidden_size=448, num_attention_heads=14, num_key_value_heads=2,
                                           intermediate_size=512, moe_intermediate_size=64,
@@ -94,14 +95,14 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-def build(family: str, path: Path, seed: int = 0) -> Path:
+def build(family: str, path: Path, seed: int | None = None) -> Path:
     """Save the family's tiny model under `path` in BF16 (plus its MTP layer, and the published config keys).
 
     `<family>+mtp` builds the same family with an MTP layer that drafts well (`_drafting_mtp`), for the speculative
     decoding tests."""
     family, _, variant = family.partition("+")
     f = FAMILIES[family]
-    torch.manual_seed(seed)
+    torch.manual_seed(f.seed if seed is None else seed)
     cfg = transformers.CONFIG_MAPPING[f.model_type](**dict(COMMON, **f.config))
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
     randomize(model)
@@ -189,9 +190,23 @@ def add_tokenizer(path: Path) -> None:
 QUANT_DIMS = dict(hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=128, intermediate_size=256)
 
 
+# gpt-oss as OpenAI ships it (MXFP4 experts): 4 / 2 heads of 64 (6 / 3 at TP=3), experts 384 wide (whole 32-blocks
+# on each of 3 or 6 ranks, so hubpad pads attention only), e8m0 scales 2^-4 .. 2^-2 (weights of O(0.3)).
+GPT_OSS_DIMS = dict(hidden=256, intermediate=384, experts=4, vocab=VOCAB, heads=4, kv=2, head_dim=64,
+                    scales=(123, 126), max_positions=64)
+
+
 def build_quantized(fmt: str, model_type: str, path: Path, seed: int = 1) -> Path:
-    """A tiny `model_type` with O(0.3) weights, quantized in `fmt` (a compressed-tensors preset name, or gptq/awq)."""
+    """A tiny `model_type` with O(0.3) weights, quantized in `fmt` (a compressed-tensors preset name, gptq/awq, or
+    MXFP4 for gpt-oss)."""
     import copy
+
+    if (fmt, model_type) == ("MXFP4", "gpt_oss"):
+        from tests.gpt_oss_models import mxfp4_gpt_oss
+
+        mxfp4_gpt_oss(path, **GPT_OSS_DIMS)
+        add_tokenizer(path)
+        return path
 
     from compressed_tensors.quantization import QuantizationScheme
     from compressed_tensors.quantization import quant_scheme

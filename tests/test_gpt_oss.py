@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from safetensors.torch import load_file, save_file  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
 from transformers.integrations.mxfp4 import convert_moe_packed_tensors  # noqa: E402
 
 from hubpad.errors import HubpadError  # noqa: E402
@@ -29,6 +29,7 @@ from hubpad.run.verify import verify_derivative  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from hubpad.testing import write_checkpoint  # noqa: E402
 from tests.helpers import cli  # noqa: E402
+from tests.gpt_oss_models import mxfp4_gpt_oss  # noqa: E402
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real  # noqa: E402
 
 E, H, I, VOCAB = 4, 64, 192, 160  # I = 192: whole 32-wide MXFP4 blocks on each of 3 or 6 ranks
@@ -36,31 +37,7 @@ E, H, I, VOCAB = 4, 64, 192, 160  # I = 192: whole 32-wide MXFP4 blocks on each 
 
 def _mxfp4_checkpoint(path):
     """A tiny gpt-oss saved by transformers, its experts replaced by random MXFP4 codes and scales."""
-    torch.manual_seed(0)
-    cfg = transformers.CONFIG_MAPPING["gpt_oss"](
-        num_hidden_layers=2, vocab_size=VOCAB, hidden_size=H, intermediate_size=I, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, num_local_experts=E, num_experts_per_tok=2, sliding_window=4,
-        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=64)
-    model = transformers.AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.normal_(1.0 if "norm" in name else 0.0, 0.3)
-    model.save_pretrained(path)
-    tensors = load_file(path / "model.safetensors")
-    gen = torch.Generator().manual_seed(3)
-    for layer in range(2):
-        p = f"model.layers.{layer}.mlp.experts."
-        for proj, out_f, in_f in (("gate_up_proj", 2 * I, H), ("down_proj", H, I)):
-            del tensors[p + proj]
-            tensors[p + proj + "_blocks"] = torch.randint(0, 256, (E, out_f, in_f // 32, 16), generator=gen,
-                                                          dtype=torch.uint8)
-            tensors[p + proj + "_scales"] = torch.randint(122, 128, (E, out_f, in_f // 32), generator=gen,
-                                                          dtype=torch.uint8)
-    save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
-    data = json.loads((path / "config.json").read_text())
-    data["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
-        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
-    (path / "config.json").write_text(json.dumps(data))
+    mxfp4_gpt_oss(path, hidden=H, intermediate=I, experts=E, vocab=VOCAB, heads=4, kv=2, head_dim=16)
 
 
 def _logits(path, ids):

@@ -81,7 +81,8 @@ def run_job(job: dict) -> dict:
 
 def kernels(names: list[str]) -> dict:
     """Which of vLLM's CPU ops the kernel library it loads on this CPU has (AVX2, AVX-512 and AVX-512-BF16 builds
-    differ: the AVX2 one has no cpu_gemm_wna16 and no fp8_scaled_mm_cpu), and that library's name."""
+    differ: the AVX2 one has no cpu_gemm_wna16 and no fp8_scaled_mm_cpu), and that library's name. The name "amx"
+    stands for the CPU's AMX tiles, which vLLM's MXFP4 experts need besides their ops (cpu_moe.CPUExpertsMxfp4)."""
     import torch
     from vllm.platforms import current_platform
 
@@ -90,7 +91,10 @@ def kernels(names: list[str]) -> dict:
         library = "vllm._C_AVX2"
     else:
         library = "vllm._C" if torch.cpu._is_avx512_bf16_supported() else "vllm._C_AVX512"
-    return {"library": library, "ops": {name: hasattr(torch.ops._C, name) for name in names}}
+    ops = {name: hasattr(torch.ops._C, name) for name in names}
+    if "amx" in ops:
+        ops["amx"] = torch.cpu._is_amx_tile_supported()
+    return {"library": library, "ops": ops}
 
 
 def main() -> int:
