@@ -44,14 +44,17 @@ class Family:
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
 # backend: float32, latent 512 + 64 = 576 (the one size it compiles). vLLM prefers AMX_MLA where the CPU has AMX,
-# which takes only bf16/fp16 weights, so the backend is named. Its outputs depend on whether TP is 1: the unpadded
-# original at TP=1 and at TP=2 differ from the first token on (measured), while TP=2, 3 and 6 agree to float32
-# noise, so MLA originals are served at TP=2 for the comparison (reference_tp).
+# which takes only bf16/fp16 weights, so the backend is named. vLLM 0.32's CPU_MLA is not a faithful MLA (measured on
+# the unpadded original, README "Served by vLLM"): its tokens depend on whether TP is 1 (TP=1 and TP=2 differ from the
+# first token on, while TP=2, 3 and 6 agree to float32 noise), and on how many prompts share a step (three prompts
+# prefilled together give other tokens than one at a time, reproducibly, and which prompts share a step depends on
+# timing). So MLA is served one sequence at a time (max_num_seqs=1: deterministic) and originals at TP=2
+# (reference_tp); these rows show that padding changes nothing under vLLM's own MLA code, not that it is right.
 _MLA = dict(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=96,
             kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=64, v_head_dim=64, n_routed_experts=4, n_group=2,
             topk_group=1, first_k_dense_replace=1, n_shared_experts=1, num_nextn_predict_layers=1, **MOE)
 _MLA_KEYS = {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
-_CPU_MLA = {"attention_backend": "CPU_MLA"}
+_CPU_MLA = {"attention_backend": "CPU_MLA", "max_num_seqs": 1}
 
 FAMILIES: dict[str, Family] = {
     "llama": Family("llama", dict(GQA, intermediate_size=256)),
@@ -70,7 +73,7 @@ FAMILIES: dict[str, Family] = {
                                           decoder_sparse_step=1, qkv_bias=True)),
     # 8 experts: vLLM's Qwen3-MoE block refuses a TP larger than the number of experts (TP=6 here)
     "qwen3_moe": Family("qwen3_moe", dict(GQA, **MOE, intermediate_size=256, num_experts=8, decoder_sparse_step=1,
-                                          norm_topk_prob=True)),
+                                          norm_topk_prob=True), seed=3),  # seed 0: a step 4.5e-3 from a tie
     "mixtral": Family("mixtral", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2)),
     # vLLM's hy_v3 reads config.route_norm and config.expert_hidden_dim (errors without them) and
     # getattr(config, "qk_norm", False) (without the key it drops the q/k norms the checkpoint has); and
@@ -163,12 +166,12 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['cont
                  "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
-def add_tokenizer(path: Path) -> None:
+def add_tokenizer(path: Path, extra_special: tuple[str, ...] = ()) -> None:
     """A word-level tokenizer over the tiny vocab (special tokens, then `w<i>`), with a chat template, so vLLM can
     serve /v1/completions and /v1/chat/completions: hubpad copies these files into the derivative unchanged."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    special = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"] + PARSER_TOKENS
+    special = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"] + PARSER_TOKENS + list(extra_special)
     vocab = {t: i for i, t in enumerate(special)}
     vocab.update({f"w{i}": i for i in range(len(special), VOCAB)})
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
@@ -225,4 +228,47 @@ def build_quantized(fmt: str, model_type: str, path: Path, seed: int = 1) -> Pat
         scheme = copy.deepcopy(getattr(quant_scheme, fmt))
         _quantize_and_save(model, {"group_0": QuantizationScheme(targets=["Linear"], **scheme)}, path, _input_ids())
     add_tokenizer(path)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Kimi-K2.5: Kimi-K2's MLA language model (the dims above) under `language_model.`, a tiny MoonViT tower and its
+# projector, saved in the hub's tensor names and architecture name (vLLM registers KimiK25ForConditionalGeneration;
+# transformers writes Kimi_K25..., `language_model.model.blocks.*`, `model.mm_projector.*` and
+# `vision_tower.encoder.patch_embed.*`), with the tokenizer's `<|media_pad|>` and the preprocessor_config.json that
+# vLLM's image processor reads (media_proc_cfg: 4-pixel patches merged 2 x 2, so a 16 x 16 image is 4 tokens).
+
+KIMI_MEDIA_TOKEN = "<|media_pad|>"
+KIMI_MEDIA_ID = 5 + len(PARSER_TOKENS)  # its id in add_tokenizer(path, (KIMI_MEDIA_TOKEN,))
+_HUB_NAMES = {"language_model.model.blocks.": "language_model.model.layers.", "model.mm_projector.": "mm_projector.",
+              "vision_tower.encoder.patch_embed.": "vision_tower.patch_embed."}
+
+
+def build_kimi_k25(path: Path, seed: int = 1) -> Path:  # seed 0: a greedy step 2.4e-4 from a tie
+    torch.manual_seed(seed)
+    mla = {k: v for k, v in _MLA.items() if k != "num_nextn_predict_layers"}
+    text = dict(COMMON, **mla, **_MLA_KEYS, model_type="kimi_k2")
+    vision = dict(patch_size=4, pos_emb_height=8, pos_emb_width=8, pos_emb_time=2, num_attention_heads=2,
+                  num_hidden_layers=1, hidden_size=32, intermediate_size=64)
+    cfg = transformers.Kimi_K25Config(text_config=text, vision_config=vision, media_placeholder_token_id=KIMI_MEDIA_ID,
+                                      image_token_id=KIMI_MEDIA_ID, video_token_id=KIMI_MEDIA_ID + 1,
+                                      projection_hidden_size=32, tie_word_embeddings=False)
+    model = transformers.AutoModelForImageTextToText.from_config(cfg).eval()
+    randomize(model)
+    model.to(torch.bfloat16).save_pretrained(path)
+    tensors = load_file(path / "model.safetensors")
+    hub = {}
+    for name, t in tensors.items():
+        for old, new in _HUB_NAMES.items():
+            name = name.replace(old, new)
+        hub[name] = t
+    save_file(hub, path / "model.safetensors", metadata={"format": "pt"})
+    data = json.loads((path / "config.json").read_text())
+    data["architectures"] = ["KimiK25ForConditionalGeneration"]
+    (path / "config.json").write_text(json.dumps(data, indent=2))
+    add_tokenizer(path, (KIMI_MEDIA_TOKEN,))
+    (path / "preprocessor_config.json").write_text(json.dumps({"media_proc_cfg": {
+        "patch_size": 4, "merge_kernel_size": 2, "temporal_merge_kernel_size": 2, "in_patch_limit": 64,
+        "patch_limit_on_one_side": 16, "fixed_output_tokens": None, "in_patch_limit_each_frame": 64,
+        "in_patch_limit_video": 128, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}}, indent=2))
     return path

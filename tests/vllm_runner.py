@@ -31,7 +31,8 @@ def _engine(job: dict):
 
 
 def _prompt(p):
-    """A prompt as token ids, or (for multimodal jobs) a text prompt with an image given as nested pixel lists."""
+    """A prompt as token ids, or (for multimodal jobs) a text prompt or token ids with an image given as nested pixel
+    lists. `"modality": "vision_chunk"` hands the image over as Kimi-K2.5 takes it (a vision chunk of type image)."""
     if isinstance(p, list):
         return {"prompt_token_ids": p}
     out = {"prompt": p["text"]} if "text" in p else {"prompt_token_ids": p["ids"]}
@@ -39,7 +40,11 @@ def _prompt(p):
         from PIL import Image
         import numpy as np
 
-        out["multi_modal_data"] = {"image": Image.fromarray(np.asarray(p["image"], dtype=np.uint8))}
+        image = Image.fromarray(np.asarray(p["image"], dtype=np.uint8))
+        if p.get("modality") == "vision_chunk":
+            out["multi_modal_data"] = {"vision_chunk": [{"type": "image", "image": image, "uuid": None}]}
+        else:
+            out["multi_modal_data"] = {"image": image}
     return out
 
 
