@@ -22,7 +22,7 @@ class Zoo:
         self.root = root
         self._upstreams: dict[str, Path] = {}
         self._derivatives: dict[tuple[str, int], Path] = {}
-        self._originals: dict[str, dict] = {}
+        self._originals: dict[tuple[str, int], dict] = {}
         self._plugins: dict[Path, Path] = {}
 
     def upstream(self, family: str) -> Path:
@@ -42,20 +42,21 @@ class Zoo:
             self._derivatives[key] = dst
         return self._derivatives[key]
 
-    def original(self, family: str) -> dict:
-        """The original served by stock vLLM (no plugin) at its reference TP: 1, or 2 where vLLM's own outputs
-        differ between TP=1 and TP>1 (serve_models.Family.reference_tp)."""
-        if family not in self._originals:
-            run = serving.run_vllm([serving.job(self.upstream(family), self.reference_tp(family),
-                                                **self.engine(family))], self.root / family / "run-original")
-            self._originals[family] = run.ok(0)
-        return self._originals[family]
+    def original(self, family: str, tp: int = 3) -> dict:
+        """The original served by stock vLLM (no plugin) at the TP it is compared at with the derivative at `tp`: 1,
+        or where vLLM's own outputs depend on the TP size, the one Family.reference_tp names (MLA)."""
+        ref = self.reference_tp(family, tp)
+        if (family, ref) not in self._originals:
+            run = serving.run_vllm([serving.job(self.upstream(family), ref, **self.engine(family))],
+                                   self.root / family / f"run-original-tp{ref}")
+            self._originals[family, ref] = run.ok(0)
+        return self._originals[family, ref]
 
     @staticmethod
-    def reference_tp(family: str) -> int:
+    def reference_tp(family: str, tp: int = 3) -> int:
         from tests import serve_models
 
-        return serve_models.FAMILIES[family.partition("+")[0]].reference_tp
+        return serve_models.FAMILIES[family.partition("+")[0]].reference_tp.get(tp, 1)
 
     def plugin(self, derivative: Path) -> Path | None:
         """The derivative's vocab plugin pip-installed into a folder of its own, or None when it ships none."""

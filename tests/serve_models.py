@@ -38,23 +38,27 @@ class Family:
     mtp: tuple[str, ...] | None = None  # an MTP layer at index num_hidden_layers, with these modules besides its block
     saved_model_type: str | None = None  # written into config.json instead (Kimi-K2: DeepSeek-V3's architecture)
     engine: dict = field(default_factory=dict)  # vLLM engine arguments it needs here
-    reference_tp: int = 1  # the TP the original is served at for the comparison (tests/serve_fixtures.py)
+    # padded TP -> the TP the original is served at for the comparison (default 1; tests/serve_fixtures.py)
+    reference_tp: dict[int, int] = field(default_factory=dict)
     seed: int = 0  # another where seed 0 leaves a greedy step near a tie (serving.MIN_MARGIN)
 
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
 # backend: float32, latent 512 + 64 = 576 (the one size it compiles). vLLM prefers AMX_MLA where the CPU has AMX,
 # which takes only bf16/fp16 weights, so the backend is named. vLLM 0.32's CPU_MLA is not a faithful MLA (measured on
-# the unpadded original, README "Served by vLLM"): its tokens depend on whether TP is 1 (TP=1 and TP=2 differ from the
-# first token on, while TP=2, 3 and 6 agree to float32 noise), and on how many prompts share a step (three prompts
-# prefilled together give other tokens than one at a time, reproducibly, and which prompts share a step depends on
-# timing). So MLA is served one sequence at a time (max_num_seqs=1: deterministic) and originals at TP=2
-# (reference_tp); these rows show that padding changes nothing under vLLM's own MLA code, not that it is right.
+# the unpadded original, README "Served by vLLM"): its tokens depend on the number of heads per rank (the original's 4
+# heads at TP=1, 2 and 4 give three different outputs from the first token on) and on how many prompts share a step
+# (three prompts prefilled together give other tokens than one at a time, reproducibly, and which prompts share a
+# step depends on timing). So MLA is served one sequence at a time (max_num_seqs=1: deterministic), and each
+# derivative is compared with the original at the TP that gives it as many heads per rank: 6 heads at TP=3 with 4 at
+# TP=2, 6 at TP=6 with 4 at TP=4 (reference_tp). These rows show that padding changes nothing under vLLM's own MLA
+# code, not that this code is right.
 _MLA = dict(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=96,
             kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=64, v_head_dim=64, n_routed_experts=4, n_group=2,
             topk_group=1, first_k_dense_replace=1, n_shared_experts=1, num_nextn_predict_layers=1, **MOE)
 _MLA_KEYS = {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
 _CPU_MLA = {"attention_backend": "CPU_MLA", "max_num_seqs": 1}
+_SAME_HEADS_PER_RANK = {3: 2, 6: 4}  # 4 heads padded to 6
 
 FAMILIES: dict[str, Family] = {
     "llama": Family("llama", dict(GQA, intermediate_size=256)),
@@ -92,9 +96,9 @@ FAMILIES: dict[str, Family] = {
                                               head_dim=32, intermediate_size=256, query_pre_attn_scalar=32,
                                               sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
     "deepseek_v3": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, mtp=MTP_EXTRAS, engine=_CPU_MLA,
-                          reference_tp=2),
+                          reference_tp=_SAME_HEADS_PER_RANK),
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
-                      reference_tp=2),
+                      reference_tp=_SAME_HEADS_PER_RANK),
 }
 
 

@@ -53,7 +53,7 @@ from compressed_tensors.quantization import (  # noqa: E402
     QuantizationStrategy,
     apply_quantization_config,
 )
-from compressed_tensors.quantization.quant_scheme import FP8_BLOCK, NVFP4, W4A16, W4A16_ASYM  # noqa: E402
+from compressed_tensors.quantization.quant_scheme import FP8_BLOCK, INT8_W8A8, NVFP4, W4A16, W4A16_ASYM  # noqa: E402
 from compressed_tensors.quantization.utils.helpers import (  # noqa: E402
     calculate_qparams,
     generate_gparam,
@@ -501,6 +501,21 @@ def test_int4_asym_zero_point_rows_not_multiple_of_8_is_refused(tmp_path):
     groups = {"group_0": QuantizationScheme(targets=[r"re:.*mlp\.(gate|up)_proj$"], **_w4a16_asym_group64())}
     _quantize_and_save(_tiny_model("qwen3", intermediate=100, seed=3), groups, src, ids, n_expected=4)
     with pytest.raises(HubpadError, match="not a multiple of 8"):
+        _pad(src, dst)
+    assert not dst.exists()
+
+
+def test_int8_w8a8_is_refused_with_the_reason(tmp_path):
+    """compressed-tensors int8 W8A8 (llm-compressor's INT8_W8A8 preset) is not a format hubpad knows: one error
+    naming the tensor and its dtype, nothing written."""
+    from hubpad.errors import HubpadError
+
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    ids = _input_ids()
+    groups = {"group_0": QuantizationScheme(targets=["Linear"], **copy.deepcopy(INT8_W8A8))}
+    _quantize_and_save(_tiny_model("qwen3", intermediate=256, seed=3), groups, src, ids)
+    with pytest.raises(HubpadError, match=r"tensor model\.layers\.0\..*\.weight: dtype I8 is not a known weight "
+                                          r"format"):
         _pad(src, dst)
     assert not dst.exists()
 

@@ -1,10 +1,11 @@
 """Stock vLLM (its CPU build) serves each family's derivative at the padded TP with the original's outputs.
 
 For every family hubpad pads and vLLM's CPU backend runs: a tiny upstream (tests/serve_models.py) is served at
-TP=1 (at TP=2 where vLLM's own outputs differ between TP=1 and TP>1: MLA, Family.reference_tp), `hubpad mirror --tp
-N` pads it, the derivative is served at TP=N with its own vocab plugin pip-installed and the card's model flags (as
-its card says), and the greedy tokens must be identical with every logprob within float32 noise (tests/serving.py:
-LOGPROB_BOUND, and the margin that makes equal tokens meaningful).
+TP=1 (MLA, whose outputs in vLLM's CPU build depend on the heads per rank: at the TP with as many heads per rank as
+the derivative has, Family.reference_tp), `hubpad mirror --tp N` pads it, the derivative is served at TP=N with its
+own vocab plugin pip-installed and the card's model flags (as its card says), and the greedy tokens must be
+identical with every logprob within float32 noise (tests/serving.py: LOGPROB_BOUND, and the margin that makes equal
+tokens meaningful).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ CASES = [
 
 @pytest.mark.parametrize("family, tp", CASES)
 def test_derivative_serves_the_originals_outputs(zoo, family, tp):
-    original = zoo.original(family)
+    original = zoo.original(family, tp)
     derivative = zoo.derivative(family, tp)
     config = json.loads((derivative / "config.json").read_text())
     upstream = json.loads((zoo.upstream(family) / "config.json").read_text())
@@ -50,4 +51,4 @@ def test_derivative_serves_the_originals_outputs(zoo, family, tp):
     run = serving.run_vllm([serving.job(derivative, tp, **engine)], derivative.parent / f"run-tp{tp}",
                            plugins=zoo.plugin(derivative))
     served = run.ok(0)
-    serving.assert_same_outputs(original, served, f"{family} TP={zoo.reference_tp(family)} vs derivative TP={tp}")
+    serving.assert_same_outputs(original, served, f"{family} TP={zoo.reference_tp(family, tp)} vs derivative TP={tp}")

@@ -35,12 +35,12 @@ def test_padded_mtp_layer_accepts_as_the_original(zoo, family, tp):
     engine = zoo.engine(name)
     if "attention_backend" in engine:  # the draft model picks its own backend: the same CPU adaptation (MLA)
         spec = {**spec, "attention_backend": engine["attention_backend"]}
-    plain = zoo.original(name)
-    original = serving.run_vllm([serving.job(zoo.upstream(name), zoo.reference_tp(name), speculative_config=spec,
+    plain = zoo.original(name, tp)
+    original = serving.run_vllm([serving.job(zoo.upstream(name), zoo.reference_tp(name, tp), speculative_config=spec,
                                              metrics=True, **engine)], derivative.parent / "run-original-mtp").ok(0)
     served = serving.run_vllm([serving.job(derivative, tp, speculative_config=spec, metrics=True, **engine)],
                               derivative.parent / f"run-tp{tp}-mtp", plugins=zoo.plugin(derivative)).ok(0)
-    ref = zoo.reference_tp(name)
+    ref = zoo.reference_tp(name, tp)
     serving.assert_same_outputs(plain, original, f"{family} TP={ref} without vs with MTP")
     serving.assert_same_outputs(plain, served, f"{family} TP={ref} vs derivative TP={tp} with MTP")
     a, b = original["spec"], served["spec"]

@@ -3,7 +3,8 @@ says (`--mm-encoder-tp-mode data`), giving the original's tokens on text prompts
 Qwen3-VL and GLM-4.5V not served here, with the error that stops them.
 
 Kimi-K2.5's language model is MLA, so it is served as DeepSeek-V3 is in this tier (tests/serve_models.py: the
-CPU_MLA backend one sequence at a time, the original at TP=2, where vLLM's own outputs agree across TP sizes).
+CPU_MLA backend one sequence at a time, the original at TP=2, where it has as many heads per rank as the derivative's
+6 heads at TP=3).
 """
 
 from __future__ import annotations
