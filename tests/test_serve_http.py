@@ -58,8 +58,11 @@ def test_card_command_serves_the_originals_tokens_over_http(zoo, family, tmp_pat
     chat_ids = transformers.AutoTokenizer.from_pretrained(derivative).apply_chat_template(
         CHAT, tools=[TOOL] if "--tool-call-parser" in flags else None, add_generation_prompt=True, tokenize=True,
         return_dict=False)
+    spec = {}  # the original runs with the card's speculative decoding too (vLLM's CPU_MLA verifies drafts on
+    if "--speculative-config" in flags:  # another path than it decodes: test_serve_mtp.py)
+        spec = {"speculative_config": json.loads(flags[flags.index("--speculative-config") + 1])}
     original = serving.run_vllm([serving.job(zoo.upstream(family), zoo.reference_tp(family, tp),
-                                             prompts=[serving.PROMPTS[0], chat_ids], **zoo.engine(family))],
+                                             prompts=[serving.PROMPTS[0], chat_ids], **spec, **zoo.engine(family))],
                                 tmp_path / "run-original").ok(0)
     expected = [[s["token"] for s in out] for out in original["outputs"]]
 

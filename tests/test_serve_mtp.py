@@ -3,8 +3,13 @@
 vLLM's CPU build runs speculative decoding. With the card's own `--speculative-config` ({"method": "mtp", ...}), the
 original at TP=1 and the derivative at its padded TP must generate the same tokens as without speculation (greedy
 speculative decoding is lossless) and accept the same number of drafted tokens: the MTP layer is a decoder layer
-with padded heads and experts, and a pad that were not inert would change its drafts. The fixture's MTP layer drafts
-well (tests/serve_models.py `_drafting_mtp`), so the acceptance count is neither zero nor everything.
+with padded heads and experts, and a pad that were not inert would change its drafts. The fixture's MTP layer is
+made to draft (tests/serve_models.py `_drafting_mtp`), and the acceptance count must be neither zero nor everything.
+
+MLA (DeepSeek-V3): vLLM 0.32's CPU_MLA gives other tokens when it verifies drafts than when it decodes one token at a
+time (several query tokens per sequence take its prefill path; measured: the unpadded original at TP=2 with and
+without MTP differ from the second token on), so there the derivative with MTP is compared with the original with
+MTP (identical tokens and acceptance), and "lossless" is not checked.
 """
 
 from __future__ import annotations
@@ -41,8 +46,9 @@ def test_padded_mtp_layer_accepts_as_the_original(zoo, family, tp):
     served = serving.run_vllm([serving.job(derivative, tp, speculative_config=spec, metrics=True, **engine)],
                               derivative.parent / f"run-tp{tp}-mtp", plugins=zoo.plugin(derivative)).ok(0)
     ref = zoo.reference_tp(name, tp)
-    serving.assert_same_outputs(plain, original, f"{family} TP={ref} without vs with MTP")
-    serving.assert_same_outputs(plain, served, f"{family} TP={ref} vs derivative TP={tp} with MTP")
+    serving.assert_same_outputs(original, served, f"{family} TP={ref} vs derivative TP={tp} with MTP")
+    if "attention_backend" not in engine:  # MLA: vLLM's CPU_MLA verifies drafts on another path (module docstring)
+        serving.assert_same_outputs(plain, original, f"{family} TP={ref} without vs with MTP")
     a, b = original["spec"], served["spec"]
     print(f"{family}: drafts {a}, derivative {b}")
     assert 0 < a["num_accepted_tokens"] < a["num_draft_tokens"], a
