@@ -237,39 +237,20 @@ def build_quantized(fmt: str, model_type: str, path: Path, seed: int = 1) -> Pat
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Kimi-K2.5: Kimi-K2's MLA language model (the dims above) under `language_model.`, a tiny MoonViT tower and its
-# projector, saved in the hub's tensor names and architecture name (vLLM registers KimiK25ForConditionalGeneration;
-# transformers writes Kimi_K25..., `language_model.model.blocks.*`, `model.mm_projector.*` and
-# `vision_tower.encoder.patch_embed.*`), with the tokenizer's `<|media_pad|>` and the preprocessor_config.json that
-# vLLM's image processor reads (media_proc_cfg: 4-pixel patches merged 2 x 2, so a 16 x 16 image is 4 tokens).
+# projector, in the hub's names (tests/vlm_models.py), with the tokenizer's `<|media_pad|>` and the
+# preprocessor_config.json that vLLM's image processor reads (media_proc_cfg: 4-pixel patches merged 2 x 2, so a
+# 16 x 16 image is 4 tokens).
 
 KIMI_MEDIA_TOKEN = "<|media_pad|>"
 KIMI_MEDIA_ID = 5 + len(PARSER_TOKENS)  # its id in add_tokenizer(path, (KIMI_MEDIA_TOKEN,))
-_HUB_NAMES = {"language_model.model.blocks.": "language_model.model.layers.", "model.mm_projector.": "mm_projector.",
-              "vision_tower.encoder.patch_embed.": "vision_tower.patch_embed."}
 
 
 def build_kimi_k25(path: Path, seed: int = 1) -> Path:  # seed 0: a greedy step 2.4e-4 from a tie
-    torch.manual_seed(seed)
+    from tests.vlm_models import build_kimi_k25 as build
+
     mla = {k: v for k, v in _MLA.items() if k != "num_nextn_predict_layers"}
-    text = dict(COMMON, **mla, **_MLA_KEYS, model_type="kimi_k2")
-    vision = dict(patch_size=4, pos_emb_height=8, pos_emb_width=8, pos_emb_time=2, num_attention_heads=2,
-                  num_hidden_layers=1, hidden_size=32, intermediate_size=64)
-    cfg = transformers.Kimi_K25Config(text_config=text, vision_config=vision, media_placeholder_token_id=KIMI_MEDIA_ID,
-                                      image_token_id=KIMI_MEDIA_ID, video_token_id=KIMI_MEDIA_ID + 1,
-                                      projection_hidden_size=32, tie_word_embeddings=False)
-    model = transformers.AutoModelForImageTextToText.from_config(cfg).eval()
-    randomize(model)
-    model.to(torch.bfloat16).save_pretrained(path)
-    tensors = load_file(path / "model.safetensors")
-    hub = {}
-    for name, t in tensors.items():
-        for old, new in _HUB_NAMES.items():
-            name = name.replace(old, new)
-        hub[name] = t
-    save_file(hub, path / "model.safetensors", metadata={"format": "pt"})
-    data = json.loads((path / "config.json").read_text())
-    data["architectures"] = ["KimiK25ForConditionalGeneration"]
-    (path / "config.json").write_text(json.dumps(data, indent=2))
+    build(path, text=dict(COMMON, **mla, **_MLA_KEYS, model_type="kimi_k2"), seed=seed, media_id=KIMI_MEDIA_ID,
+          dtype=torch.bfloat16)
     add_tokenizer(path, (KIMI_MEDIA_TOKEN,))
     (path / "preprocessor_config.json").write_text(json.dumps({"media_proc_cfg": {
         "patch_size": 4, "merge_kernel_size": 2, "temporal_merge_kernel_size": 2, "in_patch_limit": 64,

@@ -3,6 +3,8 @@ GLM-4.5V and Kimi-K2.5, for the float64 proofs (test_vlm.py) and the serving tie
 
 from __future__ import annotations
 
+import json
+
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
@@ -53,22 +55,37 @@ def build_glm4v(path):
     return path
 
 
-def build_kimi_k25(path):
-    torch.manual_seed(0)
-    text = dict(model_type="kimi_k2", vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=4, q_lora_rank=96, kv_lora_rank=64, qk_rope_head_dim=32,
-                qk_nope_head_dim=32, v_head_dim=32, n_routed_experts=4, n_group=1, topk_group=1,
-                first_k_dense_replace=1, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=64,
-                max_position_embeddings=256, tie_word_embeddings=False)
-    vision = dict(patch_size=4, pos_emb_height=8, pos_emb_width=8, pos_emb_time=2, num_attention_heads=2,
-                  num_hidden_layers=1, hidden_size=32, intermediate_size=64)
-    cfg = transformers.Kimi_K25Config(text_config=text, vision_config=vision, media_placeholder_token_id=5,
-                                      image_token_id=5, video_token_id=6, projection_hidden_size=32)
+KIMI_TEXT = dict(model_type="kimi_k2", vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=4, q_lora_rank=96, kv_lora_rank=64, qk_rope_head_dim=32,
+                 qk_nope_head_dim=32, v_head_dim=32, n_routed_experts=4, n_group=1, topk_group=1,
+                 first_k_dense_replace=1, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=64,
+                 max_position_embeddings=256, tie_word_embeddings=False)
+KIMI_VISION = dict(patch_size=4, pos_emb_height=8, pos_emb_width=8, pos_emb_time=2, num_attention_heads=2,
+                   num_hidden_layers=1, hidden_size=32, intermediate_size=64)
+# transformers 5.24 saves these prefixes; the hub's files (and vLLM) name them as on the right
+KIMI_HUB_NAMES = {"language_model.model.blocks.": "language_model.model.layers.", "model.mm_projector.": "mm_projector.",
+                  "vision_tower.encoder.patch_embed.": "vision_tower.patch_embed."}
+
+
+def build_kimi_k25(path, text: dict | None = None, seed: int = 0, media_id: int = 5, dtype=None):
+    """Kimi-K2.5 saved as the hub has it: its tensor names (KIMI_HUB_NAMES), its architecture name
+    (KimiK25ForConditionalGeneration, which vLLM registers) and an untied head."""
+    torch.manual_seed(seed)
+    cfg = transformers.Kimi_K25Config(text_config=text or KIMI_TEXT, vision_config=KIMI_VISION,
+                                      media_placeholder_token_id=media_id, image_token_id=media_id,
+                                      video_token_id=media_id + 1, projection_hidden_size=32, tie_word_embeddings=False)
     model = transformers.AutoModelForImageTextToText.from_config(cfg).eval()
     randomize(model)
+    if dtype is not None:
+        model.to(dtype)
     model.save_pretrained(path)
-    tensors = load_file(path / "model.safetensors")
-    hub = {k.replace("language_model.model.blocks.", "language_model.model.layers.")
-            .replace("model.mm_projector.", "mm_projector."): v for k, v in tensors.items()}
+    hub = {}
+    for name, t in load_file(path / "model.safetensors").items():
+        for old, new in KIMI_HUB_NAMES.items():
+            name = name.replace(old, new)
+        hub[name] = t
     save_file(hub, path / "model.safetensors", metadata={"format": "pt"})
+    data = json.loads((path / "config.json").read_text())
+    data["architectures"] = ["KimiK25ForConditionalGeneration"]
+    (path / "config.json").write_text(json.dumps(data, indent=2))
     return path
