@@ -43,6 +43,9 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
     if h % tp:
         why.append(f"{h} attention heads % tp {tp} != 0")
         return why
+    if hs.group > 1 and (h % hs.group or (h // hs.group) % tp):
+        why.append(f"{h} attention heads are not whole {hs.group_key} of {hs.group} that shard by tp {tp}")
+        return why
     kvr = kv_per_rank(kv, tp) if hs.kv_heads else h // tp
     if kvr is None:
         why.append(f"{kv} kv heads neither divide nor are divided by tp {tp}")
@@ -137,6 +140,10 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
 
     row("attention heads", h2, h2 // tp if h2 % tp == 0 else None, h2 % tp == 0, f"{h2} % {tp} == 0")
     kvr, hs = kv_per_rank(kv2, tp), HeadShape.of(hs)
+    if hs.group > 1:  # heads in whole groups (DeepSeek-V4 o_groups): the groups shard too
+        g2 = h2 // hs.group
+        ok = h2 % hs.group == 0 and g2 % tp == 0
+        row(f"{hs.group_key}", g2, g2 // tp if ok else None, ok, f"{g2} % {tp} == 0, {hs.group} heads each")
     if hs.kv_heads:  # MLA has none: its latent KV is replicated
         rule = f"{kv2} % {tp} == 0" if kv2 >= tp else f"{tp} % {kv2} == 0 (replicated)"
         row("kv heads", kv2, kvr, kvr is not None, rule)

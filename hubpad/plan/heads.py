@@ -27,6 +27,11 @@ class HeadShape:
     kv_heads: bool = True
     config_head_dim: int | None = None
     latent_kv: int | None = None
+    # Heads that move only in whole groups of `group` heads, and whose groups shard by TP too (DeepSeek-V4's o_groups:
+    # wo_a projects each group of heads on its own, vLLM gives each rank o_groups // tp of them). `group_key` is the
+    # config key that counts the groups (raised with the heads).
+    group: int = 1
+    group_key: str | None = None
 
     @staticmethod
     def uniform(head_dim: int) -> "HeadShape":

@@ -127,7 +127,7 @@ def _weight(p: Param) -> Recipe | None:
     if p.layout.name in ("dense", "fp8-tensor", "fp8-channel", "fp8-block"):
         p.expect((*b, out1, in1))
         return p.pad((out2, in2), p.zero)
-    if p.layout.name in ("nvfp4", "nvfp4-modelopt"):
+    if p.layout.name in ("nvfp4", "nvfp4-modelopt", "mxfp4"):  # two e2m1 codes a byte; code 0 is +0
         p.expect((*b, out1, in1 // 2))
         return p.pad((out2, in2 // 2), p.zero)
     if p.layout.name == "int4":
@@ -148,9 +148,10 @@ def _scale(p: Param) -> Recipe | None:
         bn, bk = lay.block
         p.expect((*b, -(-out1 // bn), -(-in1 // bk)))
         return p.pad((-(-out2 // bn), -(-in2 // bk)), one)
-    if lay.name in ("nvfp4", "nvfp4-modelopt"):
-        p.expect((*b, out1, in1 // 16))
-        return p.pad((out2, in2 // 16), one)
+    if lay.name in ("nvfp4", "nvfp4-modelopt", "mxfp4"):
+        g = lay.group or 16
+        p.expect((*b, out1, in1 // g))
+        return p.pad((out2, in2 // g), one)
     if lay.name == "int4":
         if lay.group is None:
             return p.pad((out2, 1), one)
@@ -215,7 +216,7 @@ def _int4_g_idx(p: Param) -> Recipe | None:
 # Parameter suffix -> its rule. A rule answers None when the suffix does not belong to the layer's format.
 RULES: dict[str, Callable[[Param], Recipe | None]] = {
     "weight": _weight, "weight_packed": _weight,
-    "weight_scale": _scale, "weight_scale_inv": _scale,
+    "weight_scale": _scale, "weight_scale_inv": _scale, "scale": _scale,
     "bias": _bias,
     **{suffix: _scalar for suffix in SCALAR_SUFFIXES},
     "weight_shape": _int4_weight_shape,

@@ -416,6 +416,9 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
             Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2)]
     if shape.geometry.config_head_dim is not None:  # MLA: head_dim is not a key of its config
         dims.append(Dim("head dim", ("head_dim",), shape.head_dim, shape.head_dim))
+    if shape.geometry.group > 1 and shape.geometry.group_key:  # heads moved in whole groups (DeepSeek-V4 o_groups)
+        g = shape.geometry.group
+        dims.append(Dim("output groups", (shape.geometry.group_key,), shape.heads // g, h2 // g))
     if shape.linear is not None and linear2 is not None:
         dims += [Dim("linear key heads", ("linear_num_key_heads",), shape.linear.nk, linear2.nk),
                  Dim("linear value heads", ("linear_num_value_heads",), shape.linear.nv, linear2.nv)]

@@ -39,7 +39,7 @@ ZERO_NIBBLES_INT4 = b"\x88\x88\x88\x88"  # int4 stored with offset 8: eight zero
 LINEAR_SUFFIXES = (
     "weight", "bias", "weight_scale", "weight_scale_inv", "weight_packed", "weight_global_scale",
     "input_global_scale", "input_scale", "weight_scale_2", "weight_shape", "weight_zero_point",
-    "weight_g_idx", "output_scale", "k_scale", "v_scale", *PACKED_SUFFIXES,
+    "weight_g_idx", "output_scale", "k_scale", "v_scale", "scale", *PACKED_SUFFIXES,
 )
 SCALAR_SUFFIXES = {"weight_global_scale", "input_global_scale", "input_scale", "weight_scale_2", "output_scale",
                    "k_scale", "v_scale"}
@@ -114,7 +114,7 @@ class LinearLayout:
     and group size.
     """
 
-    name: str  # dense | fp8-tensor | fp8-channel | fp8-block | nvfp4 | nvfp4-modelopt | int4
+    name: str  # dense | fp8-tensor | fp8-channel | fp8-block | nvfp4 | nvfp4-modelopt | mxfp4 | int4
     out_features: int
     in_features: int
     batch: tuple[int, ...] = ()  # leading dims of fused 3-D expert weights
@@ -129,6 +129,8 @@ class LinearLayout:
             return 64
         if self.name in ("fp8-tensor", "fp8-channel"):
             return 16
+        if self.name == "mxfp4":
+            return 32
         return DENSE_ALIGN
 
     @property
@@ -141,6 +143,8 @@ class LinearLayout:
             return math.lcm(128, 8, self.group or 1)
         if self.name in ("fp8-tensor", "fp8-channel"):
             return 16
+        if self.name == "mxfp4":
+            return 32  # whole e8m0 scale blocks
         return DENSE_ALIGN
 
     @property
@@ -153,12 +157,15 @@ class LinearLayout:
             return math.lcm(64, *self.block)
         if self.name in ("int4", *PACKED_LAYOUTS):
             return math.lcm(64, 8, self.group or 1)
+        if self.name == "mxfp4":  # vLLM rounds an MXFP4 expert slice up to 128 for its kernels (Marlin, DeepGEMM,
+            return 128  # CUTLASS, TRT-LLM: mxfp4_round_up_hidden_size_and_intermediate_size); whole tiles stay exact
         return 64
 
     @property
     def format_tag(self) -> str:
         return {"dense": "bf16", "fp8-tensor": "fp8", "fp8-channel": "fp8", "fp8-block": "fp8",
-                "nvfp4": "nvfp4", "nvfp4-modelopt": "nvfp4", "int4": "int4", "gptq": "gptq", "gptq_v2": "gptq",
+                "nvfp4": "nvfp4", "nvfp4-modelopt": "nvfp4", "mxfp4": "mxfp4", "int4": "int4", "gptq": "gptq",
+                "gptq_v2": "gptq",
                 "awq": "awq"}[self.name]
 
 
@@ -184,6 +191,16 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
     if "weight" not in has:
         raise HubpadError(f"tensor {module}: linear layer without a weight tensor ({', '.join(sorted(has))})")
     w = params["weight"]
+    if w.dtype in ("I8", "U8") and "scale" in has:  # DeepSeek-V4's MXFP4 experts: e2m1 pairs, an e8m0 scale per 32
+        extra = has - {"weight", "scale"}
+        if extra:
+            raise HubpadError(f"tensor {module}.{sorted(extra)[0]}: unexpected parameter of an MXFP4 layer")
+        if params["scale"].dtype != "F8_E8M0":
+            raise HubpadError(f"tensor {module}.scale: dtype {params['scale'].dtype}, expected F8_E8M0 for MXFP4")
+        out_f, packed_cols = w.shape[-2:]
+        layout = LinearLayout("mxfp4", out_f, packed_cols * 2, batch=w.shape[:-2], group=32)
+        _check_grouped_scale(module, params["scale"], layout, 32)
+        return layout
     if w.dtype == "U8" and "weight_scale_2" in has:  # ModelOpt NVFP4
         _expect(module, params, "weight_scale", "F8_E4M3")
         out_f, packed_cols = w.shape[-2:]
@@ -205,7 +222,7 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
 def pad_cell_zero(suffix: str, dtype: str, qcfg: QuantConfig) -> bytes | None:
     """What every padded cell of a tensor must hold to dequantize to 0: one zero element's bytes, or None for a
     scale tensor (whose new cells must be finite and positive instead)."""
-    if suffix.startswith("weight_scale") or (qcfg.packed is not None and suffix == "scales"):
+    if suffix.startswith("weight_scale") or suffix == "scale" or (qcfg.packed is not None and suffix == "scales"):
         return None
     if qcfg.packed is not None and suffix in PACKED_SUFFIXES:
         return packed_zero_fill(qcfg.packed.layout, suffix)
@@ -230,7 +247,8 @@ def _int4_layout(module: str, params: dict[str, TensorInfo]) -> LinearLayout:
 def _fp8_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig) -> LinearLayout:
     """FP8 with a per-tensor, per-channel or block scale, told apart by the scale's shape."""
     w = params["weight"]
-    scale_name = "weight_scale_inv" if "weight_scale_inv" in params else "weight_scale"
+    # DeepSeek-V4 names its (e8m0) block scale `scale`
+    scale_name = next((n for n in ("weight_scale_inv", "scale") if n in params), "weight_scale")
     if scale_name not in params:
         raise HubpadError(f"tensor {module}.weight: FP8 weight without weight_scale or weight_scale_inv")
     out_f, in_f = w.shape[-2:]

@@ -137,7 +137,8 @@ def build_context(
         "patch_dir": PATCH_DIR,
         "route_flags": [w for w in route_flags((manifest.get("architecture") or {}).get("vllm_route"))
                         if w.startswith("--")],
-        "serving_notes": str_list((manifest.get("serving") or {}).get("mtp_unavailable")),
+        "serving_notes": str_list((manifest.get("serving") or {}).get("mtp_unavailable"))
+        + str_list((manifest.get("serving") or {}).get("notes")),
     }
 
 

@@ -74,6 +74,7 @@ def verify_derivative(src: Source, dst: Source) -> dict:
     tp = int(manifest.get("tp", 0))
     plan = make_plan(src, tp)
     config = read_json(dst, "config.json")
+    plan.adapter.check_tp(plan.adapter.dims_config(config), tp)  # DST's own dims serve at its TP (DeepSeek-V4 groups)
     if config != plan.new_config:
         diff = sorted(k for k in set(config) | set(plan.new_config) if config.get(k) != plan.new_config.get(k))
         raise HubpadError(f"{dst.label}/config.json differs from the plan at: {', '.join(diff)}")
