@@ -161,8 +161,13 @@ class MtpBlock:
             e = e.clone()
             e[:, 0] = 0
         x = torch.cat([self.enorm(e), self.hnorm(hidden.to(torch.float64))], dim=-1) @ self.proj.T
-        out = self.model(inputs_embeds=x, output_hidden_states=True, use_cache=False)
-        return out.hidden_states[-1], out.logits
+        normed = {}
+        hook = self.model.model.norm.register_forward_hook(lambda m, i, o: normed.__setitem__("h", o))
+        try:
+            logits = self.model(inputs_embeds=x, use_cache=False).logits
+        finally:
+            hook.remove()
+        return normed["h"], logits
 
 
 def load_mtp(path: Path, k: int = 0) -> MtpBlock:
