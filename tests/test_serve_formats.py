@@ -52,6 +52,7 @@ def test_quantized_derivative_serves_the_originals_tokens(tmp_path, case):
     serving.require_kernels(*ops)
     src = serve_models.build_quantized(fmt, model_type, tmp_path / "upstream")
     dst = _mirror(src, tmp_path / "tp3", 3)
+    serving.assert_heads_padded(src, dst, 3)
     original = serving.run_vllm([serving.job(src, 1, dtype=dtype, max_model_len=MAX_LEN)], tmp_path / "run-original")
     plugins = serving.install_plugin(dst, tmp_path / "plugin")
     served = serving.run_vllm([serving.job(dst, 3, dtype=dtype, max_model_len=MAX_LEN)], tmp_path / "run-tp3",
@@ -70,6 +71,7 @@ def test_fp8_channel_dynamic_activations(tmp_path):
     """
     src = serve_models.build_quantized("FP8_DYNAMIC", "qwen3", tmp_path / "upstream")
     dst = _mirror(src, tmp_path / "tp3", 3)
+    serving.assert_heads_padded(src, dst, 3)
     original = serving.run_vllm([serving.job(src, 1, max_model_len=MAX_LEN)], tmp_path / "run-original").ok(0)
     plugins = serving.install_plugin(dst, tmp_path / "plugin")
     run = serving.run_vllm([serving.job(dst, 1, max_model_len=MAX_LEN), serving.job(dst, 3, max_model_len=MAX_LEN)],

@@ -3,7 +3,8 @@
 The card's command and the recipe's (its placeholders filled from its defaults, as sparkrun does) must name the same
 flags; the recipe's is then run, adapted as tests/serving.py says (local model path, loopback host and a free port,
 GPU-only flags removed, CPU flags added), and one /v1/completions and one /v1/chat/completions request (with a tool
-offered, so the tool-call parser runs) must return the tokens the original generates offline for the same prompt.
+offered, so the tool-call parser runs) must return the tokens the original generates offline for the same prompt,
+every greedy step of which (the chat prompt's too) leads its runner-up by serving.MIN_MARGIN.
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ def test_card_command_serves_the_originals_tokens_over_http(zoo, family, tmp_pat
     original = serving.run_vllm([serving.job(zoo.upstream(family), zoo.reference_tp(family, tp),
                                              prompts=[serving.PROMPTS[0], chat_ids], **spec, **zoo.engine(family))],
                                 tmp_path / "run-original").ok(0)
+    serving.assert_decisive(original, f"{family} original, completion and chat prompts")  # equal tokens mean something
     expected = [[s["token"] for s in out] for out in original["outputs"]]
+    assert all(len(ids) == 8 for ids in expected), expected
 
     server = serving.Server(derivative, flags + _engine_flags(family), tmp_path / "vllm-serve.log",
                             plugins=zoo.plugin(derivative))
