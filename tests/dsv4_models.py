@@ -26,7 +26,7 @@ TINY = dict(
     vocab_size=160, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1, head_dim=64,
     q_lora_rank=32, o_groups=2, o_lora_rank=32, index_n_heads=2, index_head_dim=32, index_topk=4,
     n_routed_experts=64, num_experts_per_tok=6, n_shared_experts=1, moe_intermediate_size=32,
-    sliding_window=8, hc_mult=2, hc_sinkhorn_iters=4, max_position_embeddings=256, rms_norm_eps=1e-5,
+    sliding_window=8, hc_mult=2, hc_sinkhorn_iters=4, hc_eps=1e-6, max_position_embeddings=256, rms_norm_eps=1e-5,
     tie_word_embeddings=False, num_nextn_predict_layers=1, routed_scaling_factor=1.5, scoring_func="sqrtsoftplus",
     swiglu_limit=10.0, rope_theta=10000.0, compress_rope_theta=160000.0, bos_token_id=0, eos_token_id=1,
 )

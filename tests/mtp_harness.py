@@ -104,6 +104,18 @@ LAYOUTS: dict[str, MtpLayout] = {
 }
 # the transformers config a saved model_type is built with (Kimi-K2 ships DeepSeek-V3's architecture)
 CONFIG_TYPE = {"kimi_k2": "deepseek_v3"}
+# Families whose MTP layer does not fit MtpLayout, with the module that runs it: its `forward(path, hidden, ids, k)`
+# and `inputs(path)` stand in for this module's. DeepSeek-V4 (tests/mtp_dsv4.py): hyper-connection streams (hidden is
+# [batch, seq, hc_mult, H]), separate e_proj / h_proj, and its own hc_head before the final norm.
+CUSTOM = {"deepseek_v4": "tests.mtp_dsv4"}
+
+
+def _custom(path: Path):
+    """The module that runs this checkpoint's MTP layer when its family is in CUSTOM, else None."""
+    import importlib
+
+    name = CUSTOM.get(_read(Path(path))[1].get("model_type"))
+    return importlib.import_module(name) if name else None
 
 
 def register(model_type: str, layout: MtpLayout, config_type: str | None = None) -> None:
@@ -217,11 +229,15 @@ def load_mtp(path: Path, k: int = 0) -> MtpBlock:
 
 def mtp_forward(path: Path, hidden: torch.Tensor, ids: torch.Tensor, k: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """(output hidden states after the final norm, logits) of MTP layer `k` of the checkpoint at `path`."""
-    return load_mtp(path, k)(hidden, ids)
+    custom = _custom(path)
+    return custom.forward(path, hidden, ids, k) if custom else load_mtp(path, k)(hidden, ids)
 
 
 def mtp_inputs(path: Path, batch: int = 2, seq: int = 10, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """O(1) random hidden states [batch, seq, H] and token ids for the checkpoint at `path`."""
+    custom = _custom(path)
+    if custom:
+        return custom.inputs(path, batch, seq, seed)
     _, text, _ = _read(Path(path))
     gen = torch.Generator().manual_seed(seed)
     hidden = torch.randn(batch, seq, text["hidden_size"], generator=gen, dtype=torch.float64)

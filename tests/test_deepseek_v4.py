@@ -239,3 +239,27 @@ def test_dsv4_refuses_what_it_cannot_pad(tmp_path):
         (path / "config.json").write_text(json.dumps({**cfg, key: value}))
         with pytest.raises(ConfigError, match=match):
             make_plan(LocalSource(path), 3)
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_dsv4_mtp_layer_gives_identical_logits(upstream, derivative, tp):
+    """The MTP layer (`mtp.0.*`, which transformers does not load) run as vLLM's DeepSeekV4MTP runs it
+    (tests/mtp_dsv4.py through the float64 MTP harness): the derivative's equals the original's."""
+    from tests.mtp_harness import assert_same_mtp
+
+    assert_same_mtp(upstream, derivative(tp)[0], f"deepseek_v4 tp={tp}")
+
+
+def test_dsv4_mtp_harness_catches_a_layout_bug_in_the_mtp_layer(upstream, tmp_path):
+    """A padder that gets only the MTP layer's wq_b wrong (new rows spread over the heads instead of appended) passes
+    the main model's logits but not the MTP harness."""
+    from tests.mtp_harness import mtp_forward, mtp_inputs, wrong_head_tail_layout
+
+    plan = make_plan(LocalSource(upstream), 3, shard_size=20_000_000)
+    wrong_head_tail_layout(plan, "mtp.0.attn.wq_b.weight")
+    dst = tmp_path / "wrong"
+    run_mirror(plan, LocalPublisher(dst))
+    hidden, ids = mtp_inputs(upstream)
+    (_, a), (_, b) = mtp_forward(upstream, hidden, ids), mtp_forward(dst, hidden, ids)
+    print(f"MTP wq_b spread over heads: max |Δ logits| = {(a - b).abs().max().item()}")
+    assert (a - b).abs().max().item() > 1e-3
