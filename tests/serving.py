@@ -124,18 +124,20 @@ class Run:
         return self.results[i]
 
 
-def run_vllm(jobs: list[dict], work: Path, plugins: Path | None = None, timeout: float = 900) -> Run:
+def run_vllm(jobs: list[dict], work: Path, plugins: Path | list[Path] | None = None, timeout: float = 900,
+             env: dict[str, str] | None = None) -> Run:
     """Run `jobs` one after another in one vLLM process (tests/vllm_runner.py); a TP its shared-memory all-reduce
-    refuses runs through gloo (GLOO_PLUGIN)."""
+    refuses runs through gloo (GLOO_PLUGIN). `plugins`: folders for PYTHONPATH; `env`: extra environment."""
     work.mkdir(parents=True, exist_ok=True)
-    folders = [plugins] if plugins is not None else []
+    folders = [plugins] if isinstance(plugins, Path) else list(plugins or [])
     if any(j["tp"] in SHM_WORLD_SIZES_REFUSED for j in jobs):
         folders.append(gloo_plugin(work / "gloo-plugin"))
     jobs_file, results_file, log_file = work / "jobs.json", work / "results.json", work / "vllm.log"
     jobs_file.write_text(json.dumps(jobs))
     with open(log_file, "w") as log:
         subprocess.run([vllm_python(), str(RUNNER), str(jobs_file), str(results_file)], stdout=log,
-                       stderr=subprocess.STDOUT, env=vllm_env(folders), cwd=work, timeout=timeout, check=False)
+                       stderr=subprocess.STDOUT, env=vllm_env(folders, **(env or {})), cwd=work, timeout=timeout,
+                       check=False)
     results = json.loads(results_file.read_text()) if results_file.exists() else []
     return Run(results, log_file.read_text(errors="replace"))
 

@@ -1,0 +1,73 @@
+"""What vLLM 0.32's CPU build needs to run DeepSeek-V4 at all, for the serving tests only (vLLM itself is not changed).
+
+Stock, a V4 stops at load on the CPU (TP 1 already) with `TypeError: Cannot inspect kernel parameters for
+TritonPlaceholder` (vllm/model_executor/warmup/jit_warmup_triton_helper.py): the CPU wheel ships no triton, and the
+V4 attention metadata (sparse_swa.py: the SWA index and prefill metadata kernels, the compressor's slot mapping,
+the indexer's) is computed by Triton kernels even on the CPU. Two test-only shims get past that:
+
+1. Triton's interpreter: a stock `triton` wheel installed into a folder of its own (never into the serving venv) and
+   put on the vLLM job's PYTHONPATH with TRITON_INTERPRET=1, so those kernels run in Triton's numpy interpreter.
+   HUBPAD_TRITON_TARGET names that folder (`triton_target()` says how to make it).
+2. DSV4_CPU_PLUGIN, a vLLM general plugin (loaded in every vLLM process), for the next stop:
+   `KeyError: 'c1a'` in DeepseekSparseSWAMetadataBuilder.build (sparse_swa.py), which reads the tile-scheduler slots
+   of the V4.1 layer types c1a / c2a from the dict the CPU builder's build_tile_scheduler returns (cpu_mla.py), which
+   has only swaonly / c4a / c128a. The plugin adds the two missing keys as None, the value every CPU slot has.
+
+vLLM's other CPU limits shape the fixture (tests/dsv4_models.py): bfloat16 or float16 only (`hc_pre_fused_cpu`:
+x must be bf16/fp16, so float32 is refused), the CPU router's 64 / 128 / 256 / 384 experts with top-k 6 or 8,
+o_lora_rank a multiple of 32. The MTP layers are dropped by the CPU model ("No MTP support on CPU yet"): the float64
+MTP harness covers them (tests/mtp_dsv4.py).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DSV4_CPU_PLUGIN = '''"""hubpad's serving tests: DeepSeek-V4's CPU metadata builder lacks the c1a / c2a tile-scheduler slots."""
+
+
+def register():
+    from vllm.models.deepseek_v4.cpu import cpu_mla
+
+    builder = cpu_mla.DeepseekV4CPUSparseSWAMetadataBuilder
+    original = builder.build_tile_scheduler
+    if getattr(original, "_hubpad_shim", False):
+        return
+
+    def build_tile_scheduler(self, num_decode_tokens):
+        out = original(self, num_decode_tokens)
+        for key in ("c1a", "c2a"):
+            out.setdefault(key, None)
+        return out
+
+    build_tile_scheduler._hubpad_shim = True
+    builder.build_tile_scheduler = build_tile_scheduler
+'''
+TRITON_ENV = {"TRITON_INTERPRET": "1"}
+
+
+def dsv4_plugin(folder: Path) -> Path:
+    """A folder holding DSV4_CPU_PLUGIN as an installed distribution with a vllm.general_plugins entry point."""
+    info = folder / "hubpad_test_dsv4_cpu-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (folder / "hubpad_test_dsv4_cpu.py").write_text(DSV4_CPU_PLUGIN)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hubpad-test-dsv4-cpu\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(
+        "[vllm.general_plugins]\nhubpad_test_dsv4_cpu = hubpad_test_dsv4_cpu:register\n")
+    return folder
+
+
+def triton_target() -> Path:
+    """The folder with a `triton` wheel installed for the vLLM jobs (HUBPAD_TRITON_TARGET); fails, saying how to make
+    it, when it is not set."""
+    target = os.environ.get("HUBPAD_TRITON_TARGET")
+    how = ("install Triton beside (not into) the serving venv: `$HUBPAD_VLLM_PYTHON -m pip install --no-deps --target "
+           "DIR triton` and set HUBPAD_TRITON_TARGET=DIR (tests/serve_dsv4.py says why)")
+    if not target:
+        pytest.fail(f"DeepSeek-V4 on vLLM's CPU build needs Triton's interpreter: {how}", pytrace=False)
+    if not (Path(target) / "triton").is_dir():
+        pytest.fail(f"HUBPAD_TRITON_TARGET={target} holds no triton package: {how}", pytrace=False)
+    return Path(target)
