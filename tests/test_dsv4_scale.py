@@ -93,3 +93,33 @@ def test_dsv4_advisor_table(checkpoints):
             assert "heads 64→96, output groups 8→12, expert 2048→2304" in rows["6"]
         else:
             assert "heads 128→144, output groups 16→18" in rows["3"] and "heads 128→144" in rows["6"]
+
+
+def test_dsv4_vision_variant_keeps_its_tower(tmp_path):
+    """DeepseekV4ForConditionalGeneration (vision_* keys at the top of config.json, `vision.*`, `aligner.*` and
+    `image_*` tensors, the routers' `bias_vl`): the language model is padded as V4's, the tower copied byte for byte
+    (vLLM replicates it as a data-parallel encoder when vision_n_heads does not divide the TP), and the card names the
+    vision class. A small V4 (2 layers, 8 experts) with a made-up tower: no vision checkpoint was found offline."""
+    from hubpad.testing import write_checkpoint
+
+    cfg = dict(FLASH_CONFIG, architectures=["DeepseekV4ForConditionalGeneration"], num_hidden_layers=2,
+               n_routed_experts=8, compress_ratios=[0, 4, 0], vision_n_layers=2, vision_dim=64, vision_n_heads=4,
+               vision_inter_dim=128, vision_patch_size=14)
+    tensors = v4_tensors(cfg)
+    tensors += [(f"layers.{i}.ffn.gate.bias_vl", "F32", (8,)) for i in (1,)]
+    tensors += [("vision.patch_embed.proj.weight", "BF16", (64, 588)), ("vision.blocks.0.attn.wqkv.weight", "BF16",
+                                                                       (192, 64)),
+                ("vision.blocks.0.attn.wo.weight", "BF16", (64, 64)), ("vision.blocks.0.norm1.weight", "BF16", (64,)),
+                ("aligner.proj.weight", "BF16", (4096, 256)), ("image_start", "BF16", (4096,)),
+                ("image_pad", "BF16", (4096,)), ("image_newline", "BF16", (4096,)), ("image_end", "BF16", (4096,))]
+    path = write_checkpoint(tmp_path / "vl", cfg, tensors, n_shards=1, header_only=True)
+    result = cli("plan", path, "--tp", "3", "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    changed = {c["name"] for c in plan["changed_tensors"]}
+    assert "layers.1.attn.wq_b.weight" in changed
+    assert not [n for n in changed if n.startswith(("vision.", "aligner.", "image_")) or "bias_vl" in n]
+    assert {d["config_key"]: d["after"] for d in plan["dims"]}["o_groups"] == 9
+    from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
+
+    assert "DeepseekV4ForConditionalGeneration" in DEEPSEEK_V4.serving(cfg)["notes"][1]
