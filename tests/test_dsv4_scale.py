@@ -123,3 +123,37 @@ def test_dsv4_vision_variant_keeps_its_tower(tmp_path):
     from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
 
     assert "DeepseekV4ForConditionalGeneration" in DEEPSEEK_V4.serving(cfg)["notes"][1]
+
+
+def test_dsv4_fp8_and_mxfp4_bytes_mirror_and_verify(tmp_path):
+    """DeepSeek's formats byte for byte on a small V4 with real (random) data: FP8 e4m3 + e8m0 `.scale` blocks and
+    MXFP4 experts (I8 + e8m0 per 32). `hubpad mirror` at TP 3 then `hubpad verify` (original bytes in place, pads
+    zero, new scale cells finite and positive); the new cells are read back: weights 0x00, scales 0x7f (1.0)."""
+    import torch
+    from safetensors import safe_open
+
+    from hubpad.testing import write_checkpoint
+
+    cfg = dict(FLASH_CONFIG, hidden_size=256, num_attention_heads=4, o_groups=2, o_lora_rank=128, head_dim=128,
+               q_lora_rank=128, index_n_heads=2, index_head_dim=64, n_routed_experts=4, moe_intermediate_size=128,
+               num_hidden_layers=2, num_hash_layers=1, compress_ratios=[4, 128, 0], vocab_size=192)
+    src = write_checkpoint(tmp_path / "src", cfg, v4_tensors(cfg), n_shards=2)
+    dst = tmp_path / "tp3"
+    assert cli("mirror", str(src), "--tp", "3", "--to", str(dst)).exit_code == 0
+    result = cli("verify", str(src), str(dst))
+    assert result.exit_code == 0, result.output
+    out = {}
+    for f in dst.glob("*.safetensors"):
+        with safe_open(f, "pt") as st:
+            for name in ("layers.1.attn.wo_a.weight", "layers.1.attn.wo_a.scale", "layers.1.ffn.experts.3.w2.weight",
+                         "layers.1.ffn.experts.3.w2.scale", "mtp.0.ffn.experts.0.w1.scale", "layers.0.attn.attn_sink"):
+                if name in st.keys():
+                    out[name] = st.get_tensor(name)
+    assert out["layers.1.attn.wo_a.weight"].shape == (384, 256)  # 3 groups × 128
+    assert not out["layers.1.attn.wo_a.weight"][256:].view(dtype=torch.uint8).any()
+    assert (out["layers.1.attn.wo_a.scale"][2:].view(dtype=torch.uint8) == 0x7F).all()
+    assert out["layers.1.ffn.experts.3.w2.weight"].shape == (256, 192)  # 384 / 2 codes a byte
+    assert not out["layers.1.ffn.experts.3.w2.weight"][:, 64:].any()
+    assert (out["layers.1.ffn.experts.3.w2.scale"][:, 4:].view(dtype=torch.uint8) == 0x7F).all()
+    assert out["mtp.0.ffn.experts.0.w1.scale"].shape == (384, 8)
+    assert out["layers.0.attn.attn_sink"].shape == (6,) and not out["layers.0.attn.attn_sink"][4:].any()
