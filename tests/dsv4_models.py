@@ -34,22 +34,29 @@ TINY = dict(
 # one CSA (ratio 4, with the indexer), one HCA (ratio 128) layer, then the MTP layer (ratio 0); one hash-routed layer.
 LEGACY = dict(compress_ratios=[0, 4, 128, 0], num_hash_layers=1, qk_rope_head_dim=16, topk_method="noaux_tc",
               norm_topk_prob=True, expert_dtype="bf16")
+# The serving fixture, at vLLM's CPU limits: its compressor takes head_dim 512 (main) or 128 (indexer) only
+# (cpu_compressor.py), its MoE asserts n_routed_experts % tp == 0 (cpu/model.py) and its router takes 64/128/256/384
+# experts with top-k 6 or 8, so 384 experts, top-6, serve at TP 1, 3 and 6; rope 64 as published.
+SERVE = dict(head_dim=512, qk_rope_head_dim=64, index_head_dim=128, n_routed_experts=384, num_experts_per_tok=6)
 
 
 def config_kwargs(**overrides) -> dict:
     """transformers DeepseekV4Config kwargs of the tiny model."""
+    rope = overrides.pop("qk_rope_head_dim", LEGACY["qk_rope_head_dim"])
     kw = dict(TINY, **overrides)
     kw["layer_types"] = ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"]
     kw["mlp_layer_types"] = ["hash_moe", "moe", "moe"]
     kw["compress_rates"] = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
-    kw["partial_rotary_factor"] = LEGACY["qk_rope_head_dim"] / kw["head_dim"]
+    kw["partial_rotary_factor"] = rope / kw["head_dim"]
     return kw
 
 
 def published_config(**overrides) -> dict:
     """config.json as DeepSeek publishes it (legacy keys: compress_ratios, num_hash_layers, qk_rope_head_dim)."""
-    cfg = dict(TINY, **overrides)
-    cfg.update(LEGACY, architectures=["DeepseekV4ForCausalLM"], model_type="deepseek_v4", torch_dtype="bfloat16",
+    cfg = dict(TINY)
+    cfg.update(LEGACY)
+    cfg.update(overrides)
+    cfg.update(architectures=["DeepseekV4ForCausalLM"], model_type="deepseek_v4", torch_dtype="bfloat16",
                hidden_act="silu", attention_bias=False, attention_dropout=0.0, initializer_range=0.02, use_cache=True)
     return cfg
 
@@ -177,7 +184,8 @@ def save_published(model, path, dtype=torch.float64, mtp: bool = True, **config_
     if mtp:
         add_mtp(tensors, model.config, dtype)
     save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
-    cfg = published_config(**{k: getattr(model.config, k) for k in TINY}, **config_overrides)
+    rope = int(model.config.head_dim * model.config.partial_rotary_factor)
+    cfg = published_config(**{k: getattr(model.config, k) for k in TINY}, qk_rope_head_dim=rope, **config_overrides)
     if not mtp:
         cfg["num_nextn_predict_layers"] = 0
     (path / "config.json").write_text(json.dumps(cfg, indent=2))

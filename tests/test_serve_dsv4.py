@@ -27,10 +27,10 @@ def dsv4(tmp_path_factory):
     from hubpad.publish.local import LocalPublisher
     from hubpad.run.mirror import run_mirror
     from hubpad.source.local import LocalSource
-    from tests.dsv4_models import build_model, save_published
+    from tests.dsv4_models import SERVE, build_model, save_published
 
     root = tmp_path_factory.mktemp("serve-dsv4")
-    save_published(build_model(dtype=torch.float32), root / "upstream", dtype=torch.bfloat16)
+    save_published(build_model(dtype=torch.float32, **SERVE), root / "upstream", dtype=torch.bfloat16)
     for tp in (3, 6):
         run_mirror(make_plan(LocalSource(root / "upstream"), tp), LocalPublisher(root / f"tp{tp}"))
     shims = {"plugins": [triton_target(), dsv4_plugin(root / "dsv4-plugin")], "env": TRITON_ENV}
