@@ -207,12 +207,3 @@ def load(path, dtype=torch.float64):
     assert not unexpected, f"{path}: unexpected {unexpected}"
     return model.to(dtype).eval()
 
-
-def max_logit_delta(a_path, b_path, vocab: int, seq: int = 140) -> tuple[float, float]:
-    """(max |Δ|, max |logit|) between two checkpoints loaded by transformers in float64, on two sequences of `seq`
-    tokens: longer than the HCA layer's compression ratio (128), so both compressors and the indexer run."""
-    ids = torch.randint(0, vocab, (2, seq), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        a = load(a_path)(ids).logits
-        b = load(b_path)(ids).logits
-    return (a - b).abs().max().item(), a.abs().max().item()
