@@ -1,9 +1,12 @@
 """What vLLM 0.32's CPU build needs to run DeepSeek-V4 at all, for the serving tests only (vLLM itself is not changed).
 
-Stock, a V4 stops at load on the CPU (TP 1 already) with `TypeError: Cannot inspect kernel parameters for
-TritonPlaceholder` (vllm/model_executor/warmup/jit_warmup_triton_helper.py): the CPU wheel ships no triton, and the
-V4 attention metadata (sparse_swa.py: the SWA index and prefill metadata kernels, the compressor's slot mapping,
-the indexer's) is computed by Triton kernels even on the CPU. Two test-only shims get past that:
+Stock, a V4 stops on its first step on the CPU (TP 1 already) with `TypeError: 'function' object is not
+subscriptable` at `_token_request_mapping_kernel[grid](...)` (vllm/v1/attention/ops/metadata.py, reached from
+sparse_swa.py's metadata builder; measured here with vLLM 0.32.0; the issue saw `TypeError: Cannot inspect kernel
+parameters for function` from jit_warmup_triton_helper.py, the same cause reached through the JIT warm-up): the CPU
+wheel ships no triton (its placeholder's `jit` returns a plain function), and the V4 attention metadata (the token
+to request map, the SWA indices, the compressor's slot mapping, the indexer's) is computed by Triton kernels even on
+the CPU. Two test-only shims get past that:
 
 1. Triton's interpreter: a stock `triton` wheel installed into a folder of its own (never into the serving venv) and
    put on the vLLM job's PYTHONPATH with TRITON_INTERPRET=1, so those kernels run in Triton's numpy interpreter.
