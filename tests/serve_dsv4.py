@@ -10,7 +10,11 @@ the CPU. Two test-only shims get past that:
 
 1. Triton's interpreter: a stock `triton` wheel installed into a folder of its own (never into the serving venv) and
    put on the vLLM job's PYTHONPATH with TRITON_INTERPRET=1, so those kernels run in Triton's numpy interpreter.
-   HUBPAD_TRITON_TARGET names that folder (`triton_target()` says how to make it).
+   HUBPAD_TRITON_TARGET names that folder (`triton_target()` says how to make it). vLLM's CPU build takes Triton only
+   with a "cpu" backend (triton-cpu; vllm/triton_utils/importing.py: "Triton is installed, but doesn't include CPU
+   backend. Disabling Triton."), which the interpreter never calls: SITECUSTOMIZE (loaded by Python at start-up from
+   the plugin folder, before vLLM imports Triton) registers an inert one. VLLM_USE_V2_MODEL_RUNNER=0 keeps the V1
+   model runner the stock CPU build uses (vLLM picks V2 whenever it sees Triton).
 2. DSV4_CPU_PLUGIN, a vLLM general plugin (loaded in every vLLM process), for the next stop:
    `KeyError: 'c1a'` in DeepseekSparseSWAMetadataBuilder.build (sparse_swa.py), which reads the tile-scheduler slots
    of the V4.1 layer types c1a / c2a from the dict the CPU builder's build_tile_scheduler returns (cpu_mla.py), which
@@ -49,7 +53,23 @@ def register():
     build_tile_scheduler._hubpad_shim = True
     builder.build_tile_scheduler = build_tile_scheduler
 '''
-TRITON_ENV = {"TRITON_INTERPRET": "1"}
+SITECUSTOMIZE = '''"""hubpad's serving tests: let vLLM's CPU build accept a stock Triton run by its interpreter (TRITON_INTERPRET=1)."""
+import os
+
+if os.environ.get("TRITON_INTERPRET") == "1":
+    try:
+        from triton.backends import Backend, backends
+    except ImportError:
+        backends = None
+    if backends is not None and "cpu" not in backends:
+        class _InterpreterOnly:  # never used: the interpreter runs every kernel in numpy, on no device
+            @staticmethod
+            def is_active():
+                return False
+
+        backends["cpu"] = Backend(compiler=None, driver=_InterpreterOnly)
+'''
+TRITON_ENV = {"TRITON_INTERPRET": "1", "VLLM_USE_V2_MODEL_RUNNER": "0"}
 
 
 def dsv4_plugin(folder: Path) -> Path:
@@ -57,6 +77,7 @@ def dsv4_plugin(folder: Path) -> Path:
     info = folder / "hubpad_test_dsv4_cpu-0.dist-info"
     info.mkdir(parents=True, exist_ok=True)
     (folder / "hubpad_test_dsv4_cpu.py").write_text(DSV4_CPU_PLUGIN)
+    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hubpad-test-dsv4-cpu\nVersion: 0\n")
     (info / "entry_points.txt").write_text(
         "[vllm.general_plugins]\nhubpad_test_dsv4_cpu = hubpad_test_dsv4_cpu:register\n")
