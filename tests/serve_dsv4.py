@@ -20,9 +20,10 @@ the CPU. Two test-only shims get past that:
    of the V4.1 layer types c1a / c2a from the dict the CPU builder's build_tile_scheduler returns (cpu_mla.py), which
    has only swaonly / c4a / c128a. The plugin adds the two missing keys as None, the value every CPU slot has.
 
-vLLM's other CPU limits shape the fixture (tests/dsv4_models.py): bfloat16 or float16 only (`hc_pre_fused_cpu`:
-x must be bf16/fp16, so float32 is refused), the CPU router's 64 / 128 / 256 / 384 experts with top-k 6 or 8,
-o_lora_rank a multiple of 32. The MTP layers are dropped by the CPU model ("No MTP support on CPU yet"): the float64
+vLLM's other CPU limits shape the fixture (tests/dsv4_models.py SERVE): bfloat16 only (float32 is refused by
+`hc_pre_fused_cpu: x must be bf16/fp16`, float16 by `flash_mla_with_kvcache_cpu: out must be bf16 and contiguous`,
+measured), the CPU router's 64 / 128 / 256 / 384 experts with top-k 6 or 8, o_lora_rank a multiple of 32, the CPU
+compressor's head_dim 512 / 128, and the CPU MoE's n_routed_experts % tp == 0. The MTP layers are dropped by the CPU model ("No MTP support on CPU yet"): the float64
 MTP harness covers them (tests/mtp_dsv4.py).
 """
 
