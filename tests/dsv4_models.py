@@ -37,15 +37,20 @@ LEGACY = dict(compress_ratios=[0, 4, 128, 0], num_hash_layers=1, qk_rope_head_di
 # The serving fixture, at vLLM's CPU limits: its compressor takes head_dim 512 (main) or 128 (indexer) only
 # (cpu_compressor.py), its MoE asserts n_routed_experts % tp == 0 (cpu/model.py) and its router takes 64/128/256/384
 # experts with top-k 6 or 8, so 384 experts, top-6, serve at TP 1, 3 and 6; rope 64 as published.
-SERVE = dict(head_dim=512, qk_rope_head_dim=64, index_head_dim=128, n_routed_experts=384, num_experts_per_tok=6)
+# Its three layers are hash-routed (tid2eid by token id): a score router's near-ties among 384 experts flip under
+# bfloat16 noise, which vLLM's CPU path (bfloat16 only) makes differ from one TP size to another; seed 1's greedy
+# steps lead their runner-up by at least 0.12 in float32.
+SERVE = dict(head_dim=512, qk_rope_head_dim=64, index_head_dim=128, n_routed_experts=384, num_experts_per_tok=6,
+             num_hash_layers=3, seed=1)
 
 
 def config_kwargs(**overrides) -> dict:
     """transformers DeepseekV4Config kwargs of the tiny model."""
     rope = overrides.pop("qk_rope_head_dim", LEGACY["qk_rope_head_dim"])
+    hashed = overrides.pop("num_hash_layers", LEGACY["num_hash_layers"])
     kw = dict(TINY, **overrides)
     kw["layer_types"] = ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"]
-    kw["mlp_layer_types"] = ["hash_moe", "moe", "moe"]
+    kw["mlp_layer_types"] = ["hash_moe"] * hashed + ["moe"] * (3 - hashed)
     kw["compress_rates"] = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
     kw["partial_rotary_factor"] = rope / kw["head_dim"]
     return kw
@@ -151,7 +156,7 @@ def published_state_dict(model) -> dict[str, torch.Tensor]:
             continue
         if name.endswith("tid2eid"):
             layer = re.match(r"model\.layers\.(\d+)\.", name).group(1)
-            out[f"layers.{layer}.ffn.gate.tid2eid"] = t.to(torch.int32).clone()
+            out[f"layers.{layer}.ffn.gate.tid2eid"] = t.to(torch.int64).clone()  # I64, as published
             continue
         out[published_name(name)] = t.clone().contiguous()
     return out
@@ -185,7 +190,9 @@ def save_published(model, path, dtype=torch.float64, mtp: bool = True, **config_
         add_mtp(tensors, model.config, dtype)
     save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
     rope = int(model.config.head_dim * model.config.partial_rotary_factor)
-    cfg = published_config(**{k: getattr(model.config, k) for k in TINY}, qk_rope_head_dim=rope, **config_overrides)
+    hashed = model.config.mlp_layer_types.count("hash_moe")
+    cfg = published_config(**{k: getattr(model.config, k) for k in TINY}, qk_rope_head_dim=rope, num_hash_layers=hashed,
+                           **config_overrides)
     if not mtp:
         cfg["num_nextn_predict_layers"] = 0
     (path / "config.json").write_text(json.dumps(cfg, indent=2))
