@@ -31,7 +31,7 @@ import yaml
 
 from hubpad.errors import HubpadError
 from hubpad.util.refs import derive_target, is_local, same_ref, validate_repo_id
-from hubpad.util.sizes import format_size, parse_size
+from hubpad.util.sizes import format_size, parse_size, parse_size_floor
 
 MIRRORS_FILE = "hubpad.yaml"
 DEFAULT_TP = 3
@@ -301,6 +301,8 @@ def _validate_fields(raw: dict, where: _Where) -> dict[str, Any]:
             raise where.error(f"{key} must be a size like '5GB', got {value!r} ({_type_name(value)})")
         try:
             size = parse_size(value)
+            if size > 0:
+                size = parse_size_floor(value, key)
         except ValueError as exc:
             raise where.error(f"{key}: {exc}") from None
         if size <= 0:

@@ -19,13 +19,16 @@ from hubpad.run.derivative import base_model_card
 from hubpad.source.hub_api import api_for, read_repo_file
 from hubpad.util.log import log
 from hubpad.util.refs import is_local
+from hubpad.render.upstream_card import str_or_none
 
 
 def refresh_card(dst: str, *, upstream: str | None = None, templates_dir: Path | None = None,
-                 dry_run: bool = False) -> dict:
+                 dry_run: bool = False, repo_id: str | None = None) -> dict:
     """Re-render DST's card files; returns {changed: [paths], commit, url}. Raises HubpadError (ConflictError
     when DST changed meanwhile; nothing is committed then)."""
-    target = LocalPublisher(Path(dst).expanduser()) if is_local(dst) else HubPublisher(api_for(), dst)
+    if repo_id is not None and not is_local(dst):
+        raise HubpadError("--repo-id applies to a local DST (a Hub DST is its own repo id)")
+    target = LocalPublisher(Path(dst).expanduser(), repo_id=repo_id) if is_local(dst) else HubPublisher(api_for(), dst)
     try:
         return _refresh(target, dst, upstream, templates_dir, dry_run)
     finally:
@@ -37,10 +40,15 @@ def _refresh(target: Publisher, dst: str, upstream: str | None, templates_dir: P
     if raw is None:
         raise HubpadError(f"{dst}: no {MANIFEST}; `hubpad card` only refreshes derivatives hubpad published")
     manifest = parse_manifest(raw, dst)
+    if isinstance(target, LocalPublisher):  # the repo id it was rendered for, unless a new one is given
+        target.repo_id = target.repo_id or str_or_none((manifest.get("target") or {}).get("repo_id"))
+        if target.repo_id:
+            manifest.setdefault("target", {})["repo_id"] = target.repo_id
     up = manifest.get("upstream", {})
     upstream_card, base_card = _upstream_cards(upstream or up.get("repo"), up.get("commit"))
     existing = target.read_published("README.md")
     result = render_derivative(manifest, target_repo=target.repo_id, upstream_card=upstream_card,
+                               target_path=str(target.local_path) if target.local_path else None,
                                upstream_base_card=base_card,
                                existing_readme=existing.decode("utf-8", errors="replace") if existing else None,
                                published_commit=target.pinned_revision(manifest), templates_dir=templates_dir,
