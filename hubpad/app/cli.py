@@ -16,7 +16,7 @@ from hubpad.app.gha import error as gha_error
 from hubpad.app.gha import in_github_actions
 from hubpad.app.gha import set_outputs as gha_set_outputs
 from hubpad.app.advice_report import advice_text
-from hubpad.app.report import plan_text
+from hubpad.app.report import output_width, plan_text
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.plan.advisor import DEFAULT_TPS, advise
 from hubpad.plan.planner import make_plan
@@ -125,7 +125,8 @@ def _tp_number(value: str) -> int:
     text = str(value).strip()
     if text.isdigit() and 1 <= int(text) <= 1024:
         return int(text)
-    raise click.BadParameter(f"{value!r} is not a tensor-parallel size (a whole number from 1 to 1024)")
+    raise click.BadParameter(f"{value!r} is not a tensor-parallel size (a whole number from 1 to 1024; "
+                             f"`hubpad plan` also takes auto)")
 
 
 def _tp_value(ctx, param, value: str | None) -> int | None:
@@ -169,7 +170,7 @@ def _show_plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard
         if parts:
             raise ConfigError("--parts needs a single --tp N")
         advice = advise(open_source(src, revision), DEFAULT_TPS + tuple(sizes))
-        click.echo(json.dumps(advice.to_json(), indent=2) if as_json else advice_text(advice))
+        click.echo(json.dumps(advice.to_json(), indent=2) if as_json else advice_text(advice, output_width()))
         return
     p = make_plan(open_source(src, revision), sizes[0], shard_size)
     split = split_parts(p, parts) if parts else None
@@ -181,7 +182,7 @@ def _show_plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard
             data["parts"] = split
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(plan_text(p, split))
+        click.echo(plan_text(p, split, width=output_width()))
 
 
 # ------------------------------------------------------------------------------------------------ mirror
@@ -338,7 +339,7 @@ def mirror(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templ
         only = set(parts[i - 1]["shards"]) if i <= len(parts) else set()
         log(f"part {i}/{k}: {len(only)} shard(s)")
     if dry_run:
-        click.echo(plan_text(plan))
+        click.echo(plan_text(plan, width=output_width()))
         click.echo(f"dry run: would publish {human(plan.bytes_out)} in {len(plan.shards)} shard(s) to {publisher.label}")
         return
     _run(job, plan, publisher, templates_dir, as_json, only=only)
@@ -378,11 +379,28 @@ def _run(job: Job, plan, publisher, templates_dir: str | None, as_json: bool, **
 @click.option("--revision", default=None, help="Upstream branch, tag or commit (default main).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="Check every mirror of a mirrors file (hubpad.yaml).")
+@click.option("--offline", is_flag=True,
+              help="With --config: only validate the mirrors file (every mistake at once); no network, no token.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def check(src, dst, tp, revision, config_file, as_json) -> None:
+def check(src, dst, tp, revision, config_file, offline, as_json) -> None:
     """Is DST up to date with SRC? API calls only: reports up-to-date, stale or missing."""
     from hubpad.run.check import check_many, check_one
 
+    if offline:
+        if not config_file:
+            raise click.UsageError("--offline validates a mirrors file: give --config FILE too.",
+                                   click.get_current_context(silent=True))
+        from hubpad.formats.mirrors_file import load_mirrors
+
+        specs = load_mirrors(config_file)
+        rows = [{**spec.to_dict(), "target": spec.resolved_target("<your user>") if spec.target is None
+                 or spec.target_kind == "hub" else spec.target} for spec in specs]
+        if as_json:
+            click.echo(json.dumps({"valid": True, "mirrors": rows}, indent=2))
+        else:
+            for r in rows:
+                click.echo(f"valid      {r['upstream']} -> {r['target']} (tp {r['tp']})")
+        return
     if config_file:
         result = check_many(config_file, only_upstream=src, target=dst)
         changed = [m for m in result["mirrors"] if m["changed"]]
