@@ -95,8 +95,10 @@ def test_unreachable_hub_names_both_readings_and_leaves_nothing(good, tmp_path, 
         line = one_error(run("mirror", "org/model", "--tp", "3", "--to", tmp_path / "o", env=env), 1)
         assert f"could not reach {UNREACHABLE}" in line and "./org/model" in line
         nothing_left(tmp_path / "o", scratch)
-        line = one_error(run("check", "org/model", "--to", "me/x", env=env), 1)  # check: same network line
-        assert f"could not reach {UNREACHABLE}" in line
+        line = one_error(run("check", "org/model", "--to", "me/x", env=env), 1)  # check and card: the same
+        assert f"could not reach {UNREACHABLE}" in line and "./org/model" in line and "./me/x" in line
+        line = one_error(run("card", "out9/x", env=env), 1)
+        assert f"could not reach {UNREACHABLE}" in line and "./out9/x" in line
         # The first component exists: local, whatever the Hub would say (no request is made).
         (tmp_path / "out2").mkdir()
         assert run("mirror", good, "--tp", "3", "--to", "out2/hy3-tp3", env=env).exit_code == 0

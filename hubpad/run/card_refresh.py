@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hubpad.errors import HubpadError
+from hubpad.errors import HubpadError, NetworkError
 from hubpad.formats.manifest import parse_manifest
 from hubpad.formats.names import MANIFEST
 from hubpad.publish.base import Publisher
@@ -16,9 +16,9 @@ from hubpad.publish.hub import HubPublisher
 from hubpad.publish.local import LocalPublisher
 from hubpad.render.card import render_derivative
 from hubpad.run.derivative import base_model_card
-from hubpad.source.hub_api import api_for, read_repo_file
+from hubpad.source.hub_api import api_for, hub_errors, read_repo_file
 from hubpad.util.log import log
-from hubpad.util.refs import is_local
+from hubpad.util.refs import both_readings, is_local
 from hubpad.render.upstream_card import str_or_none
 
 
@@ -30,7 +30,12 @@ def refresh_card(dst: str, *, upstream: str | None = None, templates_dir: Path |
         raise HubpadError("--repo-id applies to a local DST (a Hub DST is its own repo id)")
     target = LocalPublisher(Path(dst).expanduser(), repo_id=repo_id) if is_local(dst) else HubPublisher(api_for(), dst)
     try:
-        return _refresh(target, dst, upstream, templates_dir, dry_run)
+        with hub_errors(f"target {dst}"):
+            return _refresh(target, dst, upstream, templates_dir, dry_run)
+    except NetworkError as exc:  # DST may have meant a local folder that is not there
+        if is_local(dst):
+            raise
+        raise NetworkError(f"{exc}; {both_readings(dst)}") from None
     finally:
         target.abort()
 
