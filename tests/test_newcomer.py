@@ -164,6 +164,12 @@ def test_tp_message_is_the_same_everywhere(good, tmp_path):
     assert "'three' is not a tensor-parallel size" in plan
 
 
+def test_no_command_shows_the_help():
+    r = run()
+    assert r.output.startswith("Usage:") and "Exit codes: 0 done, 1 failure, 2 usage mistake, 130 interrupted" in \
+        " ".join(r.output.split()) and not any(line.startswith("error:") for line in r.output.splitlines())
+
+
 def test_help_says_mirror_tp_is_required():
     text = " ".join(run("mirror", "--help").output.split())
     assert "--tp N Target tensor-parallel size. Required" in text

@@ -45,6 +45,7 @@ def _size(ctx, param, value):
 # Exit codes (README "Exit codes"): 0 done, 1 a failure (one `error:` line), 2 a usage mistake (one `error:` line),
 # 130 interrupted (Ctrl-C; nothing half-written is left looking finished).
 EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+_NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
 
 
 class HubpadGroup(click.Group):
@@ -55,6 +56,9 @@ class HubpadGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NoArgsIsHelp as exc:  # `hubpad` alone: the help itself, as click shows it (exit 2)
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            sys.exit(EXIT_USAGE)
         except click.UsageError as exc:  # click's own usage text is four lines starting `Error:`; ours is one
             command = exc.ctx.command_path if exc.ctx is not None else "hubpad"
             _fail(f"{exc.format_message()} (see `{command} --help`)", EXIT_USAGE)
@@ -114,7 +118,13 @@ def _fail(message: str, code: int = EXIT_FAILURE) -> None:
 @click.group(cls=HubpadGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hubpad")
 def main() -> None:
-    """Pad a Hugging Face checkpoint so it serves at a tensor-parallel size its authors never planned for."""
+    """Pad a Hugging Face checkpoint so it serves at a tensor-parallel size its authors never planned for.
+
+    SRC and DST: a value starting with . / or ~, or whose first path component exists, is a local directory;
+    anything else is a Hub repo id (write ./NAME for a local folder that does not exist yet).
+
+    Exit codes: 0 done, 1 failure, 2 usage mistake, 130 interrupted; errors are one `error:` line on stderr.
+    """
 
 
 # ------------------------------------------------------------------------------------------------ plan
