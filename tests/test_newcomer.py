@@ -81,6 +81,12 @@ def test_local_or_hub_rule(tmp_path, value, local):
     assert is_local(forced_local(value), base=tmp_path)
 
 
+def test_mirrors_file_uses_the_same_rule_from_its_folder(tmp_path):
+    (tmp_path / "models").mkdir()
+    (spec,) = parse_mirrors("mirrors:\n  - upstream: models/x\n    target: org/x-TP3\n", base_dir=tmp_path)
+    assert spec.upstream == str(tmp_path / "models" / "x") and spec.target == "org/x-TP3"
+
+
 def test_unreachable_hub_names_both_readings_and_leaves_nothing(good, tmp_path, scratch):
     """A value that could be a local path or a Hub repo id, with the Hub unreachable: one line that says what could
     not be reached, both readings and how to force the local one; no scratch folder, no destination."""

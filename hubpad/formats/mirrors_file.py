@@ -439,7 +439,7 @@ def _validate_ref(value: object, key: str, where: _Where, base: Path, *, allow_b
     if not isinstance(value, str) or not value.strip():
         raise where.error(f"{key} must be a Hub repo id (org/model) or a local path, got {value!r} ({_type_name(value)})")
     ref = value.strip()
-    if is_local(ref):
+    if is_local(ref, base):  # the one rule, with paths relative to the mirrors file's folder
         return str((base / Path(ref).expanduser()).resolve())
     try:
         validate_repo_id(ref, allow_bare=allow_bare)
