@@ -484,3 +484,37 @@ def test_hub_card_followed_command_by_command(hub, good, tmp_path, monkeypatch):
     follower = CardFollower(3, work, hub)
     _follow(hub.file_bytes(target, "README.md").decode(), follower)
     assert "hf download" in follower.seen and (work / "hubpad-patch" / "vllm_patch").is_dir()
+
+
+PARSE_WITH_VLLM = """
+import json, sys
+from vllm.entrypoints.launchers.cli_args import make_arg_parser
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+parser = make_arg_parser(FlexibleArgumentParser())
+parser.allow_abbrev = False  # a misspelt flag that happens to be a prefix of a real one must fail too
+print(json.dumps([{k: getattr(ns, k) for k in ("model_tag", "tensor_parallel_size", "nnodes", "node_rank",
+                                               "master_addr", "headless")}
+                  for ns in (parser.parse_args(argv) for argv in json.load(open(sys.argv[1])))]))
+"""
+
+
+@pytest.mark.serve
+def test_card_serve_commands_parse_with_vllms_own_parser(good, tmp_path):
+    """Every `vllm serve` line of a card (one machine, and each node of the multi-node launch) is accepted by the
+    argument parser of the vLLM in HUBPAD_VLLM_PYTHON (no engine is started)."""
+    from tests import serving
+
+    dst = tmp_path / "loc"
+    assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
+    lines = [argv[2:] for argv in bash_commands((dst / "README.md").read_text()) if argv[:2] == ["vllm", "serve"]]
+    (tmp_path / "lines.json").write_text(json.dumps(lines))
+    (tmp_path / "parse.py").write_text(PARSE_WITH_VLLM)
+    r = subprocess.run([serving.vllm_python(), str(tmp_path / "parse.py"), str(tmp_path / "lines.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    parsed = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(parsed) == 4 and all(p["model_tag"] == str(dst) and p["tensor_parallel_size"] == 3 for p in parsed)
+    assert [(p["nnodes"], p["node_rank"], p["headless"]) for p in parsed] == [(1, 0, False), (3, 0, False),
+                                                                              (3, 1, True), (3, 2, True)]
+    assert {p["master_addr"] for p in parsed[1:]} == {"HEAD_IP"}
+
