@@ -340,6 +340,10 @@ def test_local_card_names_the_folder_or_the_repo_id_given(good, tmp_path):
     assert recipe["model"] == "alice/Tiny-Hy3-TP3"
     r = run("card", named)  # a refresh keeps the repo id it was mirrored with
     assert r.exit_code == 0 and "card is up to date" in r.stdout
+    r = run("card", dst, "--repo-id", "alice/later")  # given later: rendered for it, and kept for the next refresh
+    assert r.exit_code == 0 and "hubpad.json" in r.stdout and "vllm serve alice/later" in (dst / "README.md").read_text()
+    assert json.loads((dst / "hubpad.json").read_text())["target"]["repo_id"] == "alice/later"
+    assert "card is up to date" in run("card", dst).stdout
     assert "error: --repo-id" in one_error(run("mirror", good, "--tp", "3", "--to", tmp_path / "x", "--repo-id",
                                                "not a repo"), 1)
 

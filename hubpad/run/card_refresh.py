@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hubpad.errors import HubpadError, NetworkError
-from hubpad.formats.manifest import parse_manifest
+from hubpad.formats.manifest import dumps, parse_manifest
 from hubpad.formats.names import MANIFEST
 from hubpad.publish.base import Publisher
 from hubpad.publish.hub import HubPublisher
@@ -45,10 +45,13 @@ def _refresh(target: Publisher, dst: str, upstream: str | None, templates_dir: P
     if raw is None:
         raise HubpadError(f"{dst}: no {MANIFEST}; `hubpad card` only refreshes derivatives hubpad published")
     manifest = parse_manifest(raw, dst)
+    new_id = False
     if isinstance(target, LocalPublisher):  # the repo id it was rendered for, unless a new one is given
-        target.repo_id = target.repo_id or str_or_none((manifest.get("target") or {}).get("repo_id"))
+        recorded = str_or_none((manifest.get("target") or {}).get("repo_id"))
+        target.repo_id = target.repo_id or recorded
         if target.repo_id:
             manifest.setdefault("target", {})["repo_id"] = target.repo_id
+        new_id = target.repo_id != recorded  # kept in hubpad.json, so the next refresh renders for it too
     up = manifest.get("upstream", {})
     upstream_card, base_card = _upstream_cards(upstream or up.get("repo"), up.get("commit"))
     existing = target.read_published("README.md")
@@ -61,6 +64,8 @@ def _refresh(target: Publisher, dst: str, upstream: str | None, templates_dir: P
     for warning in result.warnings:
         log(f"warning: {warning}")
     changed = {path: text for path, text in result.files.items() if target.read_published(path) != text.encode()}
+    if new_id:
+        changed[MANIFEST] = dumps(manifest)
     if any(p.endswith(".safetensors") for p in changed):
         raise HubpadError("internal error: a card refresh must never write a shard")
     out = {"changed": sorted(changed), "commit": None, "url": None}
