@@ -294,12 +294,25 @@ def test_check_config_reports_every_mistake_offline_without_token(tmp_path, monk
 # ------------------------------------------------------------------------------------------------ 9: smaller ones
 
 
-def test_plan_and_advisor_fit_the_terminal(good):
+def test_plan_and_advisor_fit_the_terminal(good, monkeypatch):
+    import shutil as sh
+    import sys as system
+
+    from hubpad.app import report
+
     for args in (("plan", good, "--tp", "3", "--shard-size", "1MB"), ("plan", good)):
+        assert max(map(len, run(*args).stdout.splitlines())) > 100  # a pipe keeps whole lines for grep
         for width in (60, 100):
-            text = run(*args, env={"COLUMNS": str(width)}).stdout
+            with monkeypatch.context() as m:
+                m.setattr("hubpad.app.cli.output_width", lambda: width)
+                text = run(*args).stdout
             assert max(map(len, text.splitlines())) <= width, (args, width)
-        assert max(map(len, run(*args).stdout.splitlines())) > 100  # a pipe without COLUMNS keeps whole lines
+    # the width itself: the terminal's (shutil honours $COLUMNS) when stdout is one, none for a pipe
+    monkeypatch.setattr(sh, "get_terminal_size", lambda *a: os.terminal_size((77, 24)))
+    monkeypatch.setattr(system.stdout, "isatty", lambda: True, raising=False)
+    assert report.output_width() == 77
+    monkeypatch.setattr(system.stdout, "isatty", lambda: False, raising=False)
+    assert report.output_width() is None
 
 
 def test_advisor_says_which_vocab(good):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import textwrap
@@ -53,13 +52,11 @@ def _table(rows: list[list[str]], width: int | None = None) -> list[str]:
 
 
 def output_width() -> int | None:
-    """The width to wrap to: the terminal's when stdout is one, else $COLUMNS when set; None (no wrapping) when the
-    output goes to a pipe or file without COLUMNS, so scripts can still grep whole lines."""
-    if os.environ.get("COLUMNS", "").isdigit():
-        return max(int(os.environ["COLUMNS"]), 40)
-    if sys.stdout.isatty():
-        return max(shutil.get_terminal_size().columns, 40)
-    return None
+    """The terminal's width (shutil's: $COLUMNS, else the terminal's size) when stdout is a terminal; None (no
+    wrapping) when the output goes to a pipe or a file, so scripts and logs keep whole lines to grep."""
+    if not sys.stdout.isatty():
+        return None
+    return max(shutil.get_terminal_size().columns, 40)
 
 
 def wrap_lines(lines: list[str], width: int | None) -> list[str]:
