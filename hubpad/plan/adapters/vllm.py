@@ -93,6 +93,10 @@ UNREAD: dict[str, str] = {
     "tool:deepseek_v32": "tool-call parser deepseek_v32",
     "tool:glm47": "tool-call parser glm47",
     "spec:deepseek_v32_mtp": "DeepSeek-V3.2 / GLM-5 MTP speculative decoding (DeepseekV32MTPModel)",
+    "arch:HYV4ForCausalLM": "HYV4ForCausalLM",
+    "tool:hy_v4": "tool-call parser hy_v4",
+    "reasoning:hy_v4": "reasoning parser hy_v4",
+    "spec:hy_v4_mtp": "Hy4 MTP speculative decoding (HYV4MTPModel)",
 }
 
 
