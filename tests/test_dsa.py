@@ -146,3 +146,16 @@ def test_vllm_sparse_mla_keeps_padded_heads_zero(padded, model_type, tp):
     delta = (total - ref).abs().max().item()
     print(f"{model_type} sparse absorbed MLA tp={tp}: max |Δ| = {delta}")
     assert delta <= REL_TOL * ref.abs().max().item()
+
+
+@pytest.mark.parametrize("model_type,reason", [
+    ("mistral4", "serves Mistral Small 4 from Mistral's params.json + consolidated*.safetensors"),
+    ("hy_v4_vl", "vLLM 0.32 has no class for it")])
+def test_mla_line_refusals_name_the_reason(tmp_path, model_type, reason):
+    from hubpad.testing import write_checkpoint
+    from tests.helpers import cli
+
+    src = write_checkpoint(tmp_path / model_type, {"model_type": model_type, "num_attention_heads": 32}, [],
+                           n_shards=1, header_only=True)
+    result = cli("plan", src, "--tp", 3)
+    assert result.exit_code == 1 and reason in result.output and len(result.output.strip().splitlines()) == 1
