@@ -97,6 +97,9 @@ UNREAD: dict[str, str] = {
     "tool:hy_v4": "tool-call parser hy_v4",
     "reasoning:hy_v4": "reasoning parser hy_v4",
     "spec:hy_v4_mtp": "Hy4 MTP speculative decoding (HYV4MTPModel)",
+    "arch:LongcatFlashForCausalLM": "LongcatFlashForCausalLM",
+    "tool:longcat": "tool-call parser longcat",
+    "spec:longcat_flash_mtp": "LongCat-Flash MTP speculative decoding (LongCatFlashMTPModel)",
 }
 
 
