@@ -55,7 +55,13 @@ def checkpoints(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("name,tp", [(m, t) for m in MODELS for t in (3, 6)])
+# Each plan of these 60k-tensor layouts takes seconds: the default run keeps one TP per format and both TPs where
+# the padded heads differ; the rest run with `-m slow`.
+SLOW = {("deepseek-ai/DeepSeek-V3.2", 6), ("zai-org/GLM-5", 3), ("zai-org/GLM-5", 6), ("nvidia/GLM-5-NVFP4", 6)}
+
+
+@pytest.mark.parametrize("name,tp", [pytest.param(m, t, marks=[pytest.mark.slow] if (m, t) in SLOW else [])
+                                     for m in MODELS for t in (3, 6)])
 def test_dsa_real_layout_plans(checkpoints, name, tp):
     result = cli("plan", checkpoints(name), "--tp", tp, "--json")
     assert result.exit_code == 0, result.output

@@ -74,9 +74,11 @@ def padded(tmp_path_factory):
     made = {}
 
     def get(tp):
+        if "src" not in made:
+            made["src"] = build_hy4(tmp_path_factory.mktemp("hy4"))
         if tp not in made:
             root = tmp_path_factory.mktemp(f"hy4-tp{tp}")
-            model, src = build_hy4(root)
+            model, src = made["src"]
             plan = make_plan(LocalSource(src), tp, shard_size=400_000)
             run_mirror(plan, LocalPublisher(root / "padded"))
             assert verify_derivative(LocalSource(src), LocalSource(root / "padded"))["padded"] > 0

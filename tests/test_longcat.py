@@ -36,18 +36,19 @@ TINY = dict(vocab_size=160, max_position_embeddings=64, rms_norm_eps=1e-5, tie_w
 VLLM_KEYS = {"mla_scale_q_lora": True, "mla_scale_kv_lora": True, "zero_expert_type": "identity"}
 
 
-def build_longcat(root, published: bool = False):
+def build_longcat(root, published: bool = False, **overrides):
     torch.manual_seed(0)
-    cfg = transformers.CONFIG_MAPPING["longcat_flash"](**TINY)
+    dims = {**TINY, **overrides}
+    cfg = transformers.CONFIG_MAPPING["longcat_flash"](**dims)
     model = transformers.AutoModelForCausalLM.from_config(cfg, experts_implementation="eager").double().eval()
     randomize(model)
     path = root / "upstream"
     model.save_pretrained(path)
     tensors = load_file(path / "model.safetensors")
-    e = TINY["n_routed_experts"]
+    e = dims["n_routed_experts"]
     if published:
         tensors = {k: v for k, v in tensors.items()
-                   if not any(f".mlp.experts.{z}." in k for z in range(e, e + TINY["zero_expert_num"]))}
+                   if not any(f".mlp.experts.{z}." in k for z in range(e, e + dims["zero_expert_num"]))}
     mtp = {"model.mtp.embed_tokens.weight": tensors["model.embed_tokens.weight"] + 0.5,
            "model.mtp.norm.weight": tensors["model.norm.weight"] + 0.5}
     for name, t in tensors.items():
@@ -57,7 +58,7 @@ def build_longcat(root, published: bool = False):
             if name.startswith("model.layers.0.") and old in name:
                 mtp[name.replace("model.layers.0.", "model.mtp.layers.0.").replace(old, new)] = t + 0.5
     gen = torch.Generator().manual_seed(7)
-    h = TINY["hidden_size"]
+    h = dims["hidden_size"]
     for module, shape in {"enorm.m": (h,), "hnorm.m": (h,), "eh_proj": (h, 2 * h)}.items():
         mtp[f"model.mtp.layers.0.{module}.weight"] = torch.randn(shape, generator=gen, dtype=torch.float64)
     save_file({**tensors, **mtp}, path / "model.safetensors", metadata={"format": "pt"})
@@ -89,6 +90,8 @@ def test_longcat_padded_model_gives_identical_logits(tmp_path, tp, expert):
 
     assert_same_logits(model, dst, f"longcat_flash tp={tp}", TINY["vocab_size"])
 
+    if tp != 3:
+        return
     _, published = build_longcat(tmp_path / "published", published=True)
     assert not any(".experts.4." in t.name for t in make_plan(LocalSource(published), tp).tensors)
     run_mirror(make_plan(LocalSource(published), tp, shard_size=400_000), LocalPublisher(tmp_path / "published-tp"))
