@@ -159,3 +159,31 @@ def test_mla_line_refusals_name_the_reason(tmp_path, model_type, reason):
                            n_shards=1, header_only=True)
     result = cli("plan", src, "--tp", 3)
     assert result.exit_code == 1 and reason in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("model_type,tp", [("deepseek_v32", 3), ("glm_moe_dsa", 6)])
+def test_dsa_mtp_layer_pads_exactly(padded, model_type, tp):
+    """The MTP layer's decoder block in float64: transformers skips it, so both checkpoints are loaded with one more
+    layer in the stack (num_hidden_layers + 1), which makes `model.layers.<n>` (the MTP block, with its own indexer) an
+    ordinary layer; the MTP-only modules (enorm, hnorm, eh_proj, shared_head) are copied byte for byte (verify)."""
+    _, src, dst, _ = padded(model_type, tp)
+    logits = []
+    for path in (src, dst):
+        cfg = transformers.AutoConfig.from_pretrained(path)
+        n = cfg.num_hidden_layers
+        extra = {"num_hidden_layers": n + 1, "mlp_layer_types": list(cfg.mlp_layer_types) + ["sparse"],
+                 "layer_types": list(cfg.layer_types) + [cfg.layer_types[-1]]}
+        if getattr(cfg, "indexer_types", None) is not None:
+            extra["indexer_types"] = list(cfg.indexer_types) + ["full"]  # vLLM's MTP layers always run an indexer
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float64,
+                                                                  experts_implementation="eager", **extra).eval()
+        assert len(model.model.layers) == n + 1
+        stored = {k: v for f in sorted(path.glob("*.safetensors")) for k, v in load_file(f).items()}
+        for name in ("self_attn.kv_b_proj.weight", "self_attn.indexer.wq_b.weight"):  # loaded, not initialized
+            assert torch.equal(model.model.layers[n].get_parameter(name), stored[f"model.layers.{n}.{name}"])
+        ids = torch.randint(0, COMMON["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            logits.append(model(ids).logits)
+    delta = (logits[0] - logits[1]).abs().max().item()
+    print(f"{model_type} tp={tp} with the MTP block as layer {n}: max |Δ| = {delta}")
+    assert delta <= REL_TOL * logits[0].abs().max().item()
