@@ -15,6 +15,10 @@ model.safetensors.index.json was found in the stored sources):
   format (quant_method fp8, 128×128 `weight_scale_inv`; GLM-4.5-FP8's format), indexer wq_b / wk FP8 as above.
   GLM-5-NVFP4: a ModelOpt NVFP4 layout (hf_quant_config.json; routed and shared experts NVFP4 with group 16,
   attention, indexer, dense layers and MTP kept BF16) reconstructed, not read.
+- LongCat-Flash (meituan-longcat/LongCat-Flash-Chat): transformers' LongcatFlashConfig defaults (hidden 6144, 28
+  layers of two MLA + two dense MLP sublayers, 64 heads, q_lora 1536, kv_lora 512, qk_nope 128, qk_rope 64, v 128,
+  512 routed experts of 2048 plus 256 zero-computation experts, dense 12288, vocab 131072), BF16, the names vLLM's
+  longcat_flash loader reads, one MTP layer under `model.mtp.`.
 - Hy4 (tencent/Hy4-preview, the checkpoint transformers' HYV4Config documents): its defaults (hidden 2816, 34
   layers, 32 heads, q_lora 1536, kv_lora 512, qk_nope 192, qk_rope 64, v 256, 256 experts of 768, dense 6912 on one
   layer, index 16 × 128, hc_mult 4, vocab 120832), BF16, fused routed experts (the layout transformers loads), the
@@ -143,3 +147,50 @@ def hy4_tensors(cfg: dict) -> Tensors:
     out += [("model.hc_head.hc_head_fn", "F32", (hc, hc * h)), ("model.hc_head.hc_head_base", "F32", (hc,)),
             ("model.hc_head.hc_head_scale", "F32", (1,))]
     return out + [("model.norm.weight", "BF16", (h,)), ("lm_head.weight", "F32", (vocab, h))]
+
+
+LONGCAT_FLASH_CONFIG = {
+    "architectures": ["LongcatFlashForCausalLM"], "model_type": "longcat_flash", "vocab_size": 131072,
+    "hidden_size": 6144, "num_layers": 28, "num_attention_heads": 64, "num_key_value_heads": 64,
+    "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "ffn_hidden_size": 12288, "q_lora_rank": 1536,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "head_dim": 64, "v_head_dim": 128,
+    "moe_topk": 12, "n_routed_experts": 512, "zero_expert_num": 256, "zero_expert_type": "identity",
+    "expert_ffn_hidden_size": 2048, "routed_scaling_factor": 6.0, "mla_scale_q_lora": True,
+    "mla_scale_kv_lora": True, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}
+
+
+def longcat_tensors(cfg: dict) -> Tensors:
+    """Every tensor of LongCat-Flash as vLLM's loader names them (BF16), the `model.mtp.` layer included."""
+    h, vocab, heads = cfg["hidden_size"], cfg["vocab_size"], cfg["num_attention_heads"]
+    nope, rope, v, lq, lkv = (cfg[k] for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "q_lora_rank",
+                                                "kv_lora_rank"))
+    ffn, moe, e = cfg["ffn_hidden_size"], cfg["expert_ffn_hidden_size"], cfg["n_routed_experts"]
+
+    def mla(p: str) -> Tensors:
+        return ([(p + "q_a_layernorm.weight", "BF16", (lq,)), (p + "kv_a_layernorm.weight", "BF16", (lkv,))]
+                + _bf16(p + "q_a_proj", lq, h) + _bf16(p + "q_b_proj", heads * (nope + rope), lq)
+                + _bf16(p + "kv_a_proj_with_mqa", lkv + rope, h) + _bf16(p + "kv_b_proj", heads * (nope + v), lkv)
+                + _bf16(p + "o_proj", h, heads * v))
+
+    def mlp(p: str, inter: int) -> Tensors:
+        return _bf16(p + "gate_proj", inter, h) + _bf16(p + "up_proj", inter, h) + _bf16(p + "down_proj", h, inter)
+
+    out = [("model.embed_tokens.weight", "BF16", (vocab, h))]
+    for i in range(cfg["num_layers"]):
+        p = f"model.layers.{i}."
+        for j in (0, 1):
+            out += [(p + f"input_layernorm.{j}.weight", "BF16", (h,)),
+                    (p + f"post_attention_layernorm.{j}.weight", "BF16", (h,))]
+            out += mla(p + f"self_attn.{j}.") + mlp(p + f"mlps.{j}.", ffn)
+        out += [(p + "mlp.router.classifier.weight", "F32", (e + cfg["zero_expert_num"], h)),
+                (p + "mlp.router.e_score_correction_bias", "F32", (e + cfg["zero_expert_num"],))]
+        for k in range(e):
+            out += mlp(p + f"mlp.experts.{k}.", moe)
+    m = "model.mtp.layers.0."
+    out += [("model.mtp.embed_tokens.weight", "BF16", (vocab, h)), ("model.mtp.norm.weight", "BF16", (h,)),
+            (m + "enorm.m.weight", "BF16", (h,)), (m + "hnorm.m.weight", "BF16", (h,)),
+            (m + "eh_proj.weight", "BF16", (h, 2 * h)), (m + "input_layernorm.weight", "BF16", (h,)),
+            (m + "post_attention_layernorm.weight", "BF16", (h,))]
+    out += mla(m + "self_attn.") + mlp(m + "transformer_layer.mlp.", ffn)
+    return out + [("model.norm.weight", "BF16", (h,)), ("lm_head.weight", "BF16", (vocab, h))]

@@ -1,5 +1,5 @@
 """The sparse-attention MLA line at its published shapes: `hubpad plan --tp 3|6 --json` on header-only copies of
-DeepSeek-V3.2 (FP8), GLM-5 (BF16, FP8, ModelOpt NVFP4) and Hy4 (BF16) (tests/dsa_real.py says where each figure comes
+DeepSeek-V3.2 (FP8), GLM-5 (BF16, FP8, ModelOpt NVFP4), Hy4 (BF16) and LongCat-Flash (BF16) (tests/dsa_real.py says where each figure comes
 from and which cannot be confirmed offline): the padded dims, every per-rank rule met, the indexer and iHC untouched.
 docs/families/dsa.md's tables come from these plans and from `hubpad plan SRC` (the advisor)."""
 
@@ -19,6 +19,7 @@ MODELS = {
     "zai-org/GLM-5-FP8": (dsa_real.GLM5_FP8_CONFIG, dsa_real.dsa_tensors, None),
     "nvidia/GLM-5-NVFP4": (dsa_real.GLM5_CONFIG, dsa_real.glm5_nvfp4_tensors, dsa_real.GLM5_NVFP4_QUANT),
     "tencent/Hy4-preview": (dsa_real.HY4_CONFIG, dsa_real.hy4_tensors, None),
+    "meituan-longcat/LongCat-Flash-Chat": (dsa_real.LONGCAT_FLASH_CONFIG, dsa_real.longcat_tensors, None),
 }
 # (model, tp) -> padded dims {config key: after} (every other dim stays)
 _H = ("num_attention_heads", "num_key_value_heads")  # MLA: config.json sets both, and both grow
@@ -37,6 +38,9 @@ CASES = {
     # Hy4: 32 heads; experts (768) and dense (6912) already divide by 3 and 6 into whole tiles
     ("tencent/Hy4-preview", 3): dict.fromkeys(_H, 33),
     ("tencent/Hy4-preview", 6): dict.fromkeys(_H, 36),
+    # LongCat-Flash: both MLA sublayers and the MTP block; the zero-computation experts have nothing to pad
+    ("meituan-longcat/LongCat-Flash-Chat", 3): {**dict.fromkeys(_H, 66), "expert_ffn_hidden_size": 2112},
+    ("meituan-longcat/LongCat-Flash-Chat", 6): {**dict.fromkeys(_H, 66), "expert_ffn_hidden_size": 2304},
 }
 
 
@@ -57,7 +61,7 @@ def checkpoints(tmp_path_factory):
 
 # Each plan of these 60k-tensor layouts takes seconds: the default run keeps one TP per format and both TPs where
 # the padded heads differ; the rest run with `-m slow`.
-SLOW = {("deepseek-ai/DeepSeek-V3.2", 6), ("zai-org/GLM-5", 3), ("zai-org/GLM-5", 6), ("nvidia/GLM-5-NVFP4", 6)}
+SLOW = {("meituan-longcat/LongCat-Flash-Chat", 6), ("deepseek-ai/DeepSeek-V3.2", 6), ("zai-org/GLM-5", 3), ("zai-org/GLM-5", 6), ("nvidia/GLM-5-NVFP4", 6)}
 
 
 @pytest.mark.parametrize("name,tp", [pytest.param(m, t, marks=[pytest.mark.slow] if (m, t) in SLOW else [])
