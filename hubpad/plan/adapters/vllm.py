@@ -86,7 +86,7 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
 
 # Features of vLLM 0.32 (the version whose source hubpad's rules were read in) whose first release has not been read
 # offline: a derivative that uses one gets no minimum on its card (a minimum from its other features would be too
-# old), and the card says so. feature -> what it is.
+# old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is.
 UNREAD: dict[str, str] = {
     "arch:DeepseekV32ForCausalLM": "DeepseekV32ForCausalLM",
     "arch:GlmMoeDsaForCausalLM": "GlmMoeDsaForCausalLM",
