@@ -124,3 +124,44 @@ def test_hy4_padded_model_gives_identical_logits(padded, tp, expert):
     print(f"hy_v4 tp={tp}: max |Δ| = {delta}")
     assert delta <= REL_TOL * a.abs().max().item()
     assert (model(ids).logits - a).abs().max().item() < 1e-3  # the checkpoint is the model (up to those float32s)
+
+
+def test_hy4_mtp_layer_pads_exactly(padded, tmp_path):
+    """The MTP block in float64, as for DSA (tests/test_dsa.py): both checkpoints loaded with one more layer, so
+    `model.layers.<n>` runs as an ordinary layer. That layer has no iHC weights in the checkpoint (vLLM builds the MTP
+    block without iHC); for this check both copies get the same ones, layer n-1's."""
+    import shutil
+
+    _, src, dst, _ = padded(3)
+    logits = []
+    for i, path in enumerate((src, dst)):
+        copy = tmp_path / f"copy{i}"
+        shutil.copytree(path, copy)
+        cfg = transformers.AutoConfig.from_pretrained(copy)
+        n = cfg.num_hidden_layers
+        for f in copy.glob("*.safetensors"):
+            tensors = load_file(f)
+            hc = {k.replace(f"layers.{n - 1}.", f"layers.{n}.", 1): v.clone() for k, v in tensors.items()
+                  if k.startswith(f"model.layers.{n - 1}.hc_")}
+            if hc:
+                save_file({**tensors, **hc}, f, metadata={"format": "pt"})
+                index = copy / "model.safetensors.index.json"
+                if index.exists():
+                    data = json.loads(index.read_text())
+                    data["weight_map"].update({k: f.name for k in hc})
+                    index.write_text(json.dumps(data))
+        extra = {"num_hidden_layers": n + 1, "mlp_layer_types": list(cfg.mlp_layer_types) + ["sparse"],
+                 "layer_types": list(cfg.layer_types) + [cfg.layer_types[-1]],
+                 "indexer_types": list(cfg.indexer_types) + ["full"]}
+        model = transformers.AutoModelForCausalLM.from_pretrained(copy, dtype=torch.float64,
+                                                                  experts_implementation="eager", **extra)
+        model = model.double().eval()
+        stored = {k: v for f in sorted(copy.glob("*.safetensors")) for k, v in load_file(f).items()}
+        layer = model.model.layers[n]
+        assert torch.equal(layer.self_attn.kv_b_proj.weight, stored[f"model.layers.{n}.self_attn.kv_b_proj.weight"])
+        ids = torch.randint(0, COMMON["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            logits.append(model(ids).logits)
+    delta = (logits[0] - logits[1]).abs().max().item()
+    print(f"hy_v4 tp=3 with the MTP block as layer {n}: max |Δ| = {delta}")
+    assert delta <= REL_TOL * logits[0].abs().max().item()
