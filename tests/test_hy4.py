@@ -165,3 +165,46 @@ def test_hy4_mtp_layer_pads_exactly(padded, tmp_path):
     delta = (logits[0] - logits[1]).abs().max().item()
     print(f"hy_v4 tp=3 with the MTP block as layer {n}: max |Δ| = {delta}")
     assert delta <= REL_TOL * logits[0].abs().max().item()
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_hy4_attention_split_as_vllm_shards_it(padded, tp):
+    """vLLM's hy_v4 attention rank by rank on the padded tensors: each rank holds its heads' q_b_proj / kv_b_proj rows,
+    linear_gate rows, learnable_sink_param slice (model.py narrows it to [rank * n, (rank + 1) * n)) and o_proj columns,
+    the replicated latent projections and indexer; the ranks' o_proj partial sums, all-reduced, are the unpadded
+    attention's output (each rank run as transformers' own HYV4Attention with that rank's head count)."""
+    from transformers.models.hy_v4 import modeling_hy_v4 as hy
+
+    model, _, dst, _ = padded(tp)
+    w = {k: v for f in sorted(dst.glob("*.safetensors")) for k, v in load_file(f).items()}
+    attn, layer = model.model.layers[1].self_attn, 1
+    captured = {}
+    attn.register_forward_hook(lambda mod, args, kwargs, out: captured.update(kwargs=kwargs, out=out[0]),
+                               with_kwargs=True)
+    ids = torch.randint(0, COMMON["vocab_size"], (1, 12), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        model(ids)
+    heads = json.loads((dst / "config.json").read_text())["num_attention_heads"]
+    n, v, qk = heads // tp, attn.v_head_dim, attn.qk_head_dim
+    p = f"model.layers.{layer}.self_attn."
+    total = torch.zeros_like(captured["out"])
+    for rank in range(tp):
+        cfg = transformers.CONFIG_MAPPING["hy_v4"](**{**model.config.to_dict(), "num_attention_heads": n})
+        cfg._attn_implementation = model.config._attn_implementation
+        part = hy.HYV4Attention(cfg, layer).double().eval()
+        rows = slice(rank * n, (rank + 1) * n)
+        state = {k[len(p):]: t for k, t in w.items() if k.startswith(p + "indexer.") or k.startswith(p + "q_a_")
+                 or k.startswith(p + "kv_a_")}
+        state |= {"q_b_proj.weight": w[p + "q_b_proj.weight"].view(heads, qk, -1)[rows].reshape(n * qk, -1),
+                  "kv_b_proj.weight": w[p + "kv_b_proj.weight"].view(heads, -1, attn.kv_lora_rank)[rows].reshape(
+                      -1, attn.kv_lora_rank),
+                  "gate_proj.weight": w[p + "linear_gate.weight"].view(heads, v, -1)[rows].reshape(n * v, -1),
+                  "sinks": w[p + "learnable_sink_param"][rows],
+                  "o_proj.weight": w[p + "o_proj.weight"][:, rank * n * v:(rank + 1) * n * v]}
+        part.load_state_dict(state, strict=True)
+        with torch.no_grad():
+            total += part(**{k: a for k, a in captured["kwargs"].items() if k not in ("cache", "past_key_values")})[0]
+    ref = captured["out"]
+    delta = (total - ref).abs().max().item()
+    print(f"hy_v4 attention split over {tp} ranks ({n} heads each): max |Δ| = {delta}")
+    assert delta <= REL_TOL * ref.abs().max().item()
