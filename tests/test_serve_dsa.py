@@ -1,4 +1,5 @@
-"""The sparse-attention MLA line in vLLM's CPU build: DeepSeek-V3.2, GLM-5 and Hy4 originals stop before serving.
+"""The sparse-attention MLA line in vLLM's CPU build: DeepSeek-V3.2, GLM-5, Hy4 and LongCat-Flash originals stop
+before serving.
 
 Not hubpad's doing: the unpadded tiny original (tests/test_dsa.py, tests/test_hy4.py: the published tensor names)
 already stops at TP=1, with vLLM 0.32's own message, recorded here. The float64 proofs in transformers and the
@@ -20,7 +21,6 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 from tests.test_dsa import build_dsa  # noqa: E402
 from tests.test_hy4 import build_hy4  # noqa: E402
 from tests.test_longcat import build_longcat  # noqa: E402
-from tests.helpers import cli  # noqa: E402
 
 pytestmark = pytest.mark.serve
 
@@ -50,23 +50,20 @@ def test_dsa_originals_the_cpu_build_cannot_run(tmp_path, model_type):
     assert NOT_SERVED[model_type] in run.log
 
 
-# LongCat-Flash is plain MLA (no indexer): served like DeepSeek-V3 in tests/serve_models.py (float32, CPU_MLA with
-# the one latent size it compiles, 512 + 64; one sequence at a time; the derivative at TP 3 against the original at
-# TP 2, which has as many heads per rank).
+# LongCat-Flash is plain MLA (no indexer), built as DeepSeek-V3 is served in tests/serve_models.py (float32,
+# CPU_MLA with the one latent size it compiles, 512 + 64; one sequence at a time; TP 2, the original's TP with as many
+# heads per rank as the TP 3 derivative). vLLM's CPU build stops in the router of its zero-computation experts
+# (fused_moe/router/zero_expert_router.py -> fused_topk_bias -> vllm_topk_softmax, a CUDA-only op), on the original.
 _LONGCAT_SERVE = dict(hidden_size=128, ffn_hidden_size=256, expert_ffn_hidden_size=64, num_attention_heads=4,
                       q_lora_rank=96, kv_lora_rank=512, qk_rope_head_dim=64, head_dim=64, qk_nope_head_dim=64,
                       v_head_dim=64, vocab_size=512, max_position_embeddings=128)
 _CPU_MLA = {"attention_backend": "CPU_MLA", "max_num_seqs": 1}
+LONGCAT_MESSAGE = "AttributeError: '_OpNamespace' '_moe_C' object has no attribute 'topk_softmax'"
 
 
-def test_longcat_derivative_serves_the_originals_outputs(tmp_path):
+def test_longcat_original_the_cpu_build_cannot_run(tmp_path):
     _, src = build_longcat(tmp_path, published=True, **_LONGCAT_SERVE)
-    _float32(src)
-    original = serving.run_vllm([serving.job(src, 2, **_CPU_MLA)], tmp_path / "run-original-tp2")
-    result = cli("mirror", src, "--tp", 3, "--to", tmp_path / "tp3")
-    assert result.exit_code == 0, result.output
-    dst = tmp_path / "tp3"
-    engine = {**_CPU_MLA, **serving.card_engine_args(dst)}
-    plugins = serving.install_plugin(dst, tmp_path / "plugin") if (dst / "vllm_patch").is_dir() else None
-    served = serving.run_vllm([serving.job(dst, 3, **engine)], tmp_path / "run-tp3", plugins=plugins)
-    serving.assert_same_outputs(original.ok(0), served.ok(0), "longcat_flash TP=2 vs derivative TP=3")
+    run = serving.run_vllm([serving.job(_float32(src), 2, **_CPU_MLA)], tmp_path / "run-original-tp2")
+    assert run.results and not run.results[0]["ok"], (
+        "vLLM's CPU build now serves LongCat-Flash: serve the TP 3 derivative against this original")
+    assert LONGCAT_MESSAGE in run.log
