@@ -118,7 +118,8 @@ GLM5_NVFP4_QUANT = {"producer": {"name": "modelopt", "version": "0.41.0"},
 def hy4_tensors(cfg: dict) -> Tensors:
     """Every tensor of Hy4 as vLLM's hy_v4 loader names them: gated MLA with sinks, indexer, iHC, fused experts."""
     h, n, vocab, hc = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"], cfg["hc_mult"]
-    heads, v, moe, e = cfg["num_attention_heads"], cfg["v_head_dim"], cfg["moe_intermediate_size"], cfg["n_routed_experts"]
+    heads, v = cfg["num_attention_heads"], cfg["v_head_dim"]
+    moe, e = cfg["moe_intermediate_size"], cfg["n_routed_experts"]
     attention = _dsa_attention(_bf16, _bf16)
     out = [("model.embed_tokens.weight", "BF16", (vocab, h))]
     for i in range(n + cfg["num_nextn_predict_layers"]):

@@ -1,6 +1,7 @@
 """The sparse-attention MLA line at its published shapes: `hubpad plan --tp 3|6 --json` on header-only copies of
-DeepSeek-V3.2 (FP8), GLM-5 (BF16, FP8, ModelOpt NVFP4), Hy4 (BF16) and LongCat-Flash (BF16) (tests/dsa_real.py says where each figure comes
-from and which cannot be confirmed offline): the padded dims, every per-rank rule met, the indexer and iHC untouched.
+DeepSeek-V3.2 (FP8), GLM-5 (BF16, FP8, ModelOpt NVFP4), Hy4 (BF16) and LongCat-Flash (BF16) (tests/dsa_real.py says
+where each figure comes from and which cannot be confirmed offline): the padded dims, every per-rank rule met, the
+indexer and iHC untouched.
 docs/families/dsa.md's tables come from these plans and from `hubpad plan SRC` (the advisor)."""
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def checkpoints(tmp_path_factory):
 
 # Each plan of these 60k-tensor layouts takes seconds: the default run keeps one TP per format and both TPs where
 # the padded heads differ; the rest run with `-m slow`.
-SLOW = {("meituan-longcat/LongCat-Flash-Chat", 6), ("deepseek-ai/DeepSeek-V3.2", 6), ("zai-org/GLM-5", 3), ("zai-org/GLM-5", 6), ("nvidia/GLM-5-NVFP4", 6)}
+SLOW = {("meituan-longcat/LongCat-Flash-Chat", 6), ("deepseek-ai/DeepSeek-V3.2", 6), ("zai-org/GLM-5", 3),
+        ("zai-org/GLM-5", 6), ("nvidia/GLM-5-NVFP4", 6)}
 
 
 @pytest.mark.parametrize("name,tp", [pytest.param(m, t, marks=[pytest.mark.slow] if (m, t) in SLOW else [])

@@ -4,7 +4,8 @@ transformers models and compare float64 logits at TP 3 and 6.
 The checkpoint carries the names vLLM 0.32's hy_v4 loader reads (vllm/models/hy_v4/nvidia/model.py, mtp.py):
 `self_attn.linear_gate`, `self_attn.learnable_sink_param`, `hc_attn_layer.hc_fn|hc_base|hc_scale` (no `hc_pre.`, which
 transformers' save inserts and vLLM would skip as unknown), `model.hc_head.hc_head_fn|...`, the shared expert's
-and dense MLP's `gate_proj` (transformers' save renames them `linear_gate`, its reverse of the attention gate's rename), routed experts
+and dense MLP's `gate_proj` (transformers' save renames them `linear_gate`, its reverse of the attention gate's
+rename), routed experts
 fused as `mlp.experts.gate_up_proj` / `down_proj` (the layout transformers loads), indexer tensors on every layer (the
 third layer shares layer 1's top-k and still ships them), and an MTP layer at index num_hidden_layers with enorm,
 hnorm, eh_proj, shared_head.norm, final_layernorm, an indexer and no iHC weights (mtp.py: "MTP checkpoints do not

@@ -45,7 +45,8 @@ def _float32(path):
 @pytest.mark.parametrize("model_type", sorted(NOT_SERVED))
 def test_dsa_originals_the_cpu_build_cannot_run(tmp_path, model_type):
     _, src = build_hy4(tmp_path) if model_type == "hy_v4" else build_dsa(tmp_path, model_type)
-    run = serving.run_vllm([serving.job(_float32(src), 1, prompts=PROMPTS, max_model_len=64)], tmp_path / "run-original")
+    job = serving.job(_float32(src), 1, prompts=PROMPTS, max_model_len=64)
+    run = serving.run_vllm([job], tmp_path / "run-original")
     assert run.results and not run.results[0]["ok"], f"vLLM's CPU build now serves {model_type}: serve it"
     assert NOT_SERVED[model_type] in run.log
 

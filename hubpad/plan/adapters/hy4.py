@@ -51,7 +51,8 @@ class Hy4Adapter(MlaAdapter):
                          kv_heads=False, config_head_dim=None, latent_kv=shape.latent_kv)
 
 
-_HC = [L + r"(hc_pre\.)?hc_(attn|mlp)_layer\.hc_(fn|base|scale)$", r"^model\.(hc_pre\.)?hc_head\.hc_head_(fn|base|scale)$"]
+_HC = [L + r"(hc_pre\.)?hc_(attn|mlp)_layer\.hc_(fn|base|scale)$",
+       r"^model\.(hc_pre\.)?hc_head\.hc_head_(fn|base|scale)$"]
 
 HY_V4 = Hy4Adapter(
     name="hy_v4", model_types=("hy_v4",),

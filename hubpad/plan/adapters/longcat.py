@@ -44,7 +44,8 @@ LONGCAT_FLASH = LongcatAdapter(
     name="longcat_flash", model_types=("longcat_flash",),
     linear_patterns=[(L + r"self_attn\.\d+\." + tail[len(r"self_attn\."):], role) for tail, role in _HEADS]
     + [(_MTP + tail, role) for tail, role in _HEADS]
-    + [(L + r"mlps\.\d+\.(gate_proj|up_proj)$", Role("rows", "dense")), (L + r"mlps\.\d+\.down_proj$", Role("cols", "dense")),
+    + [(L + r"mlps\.\d+\.(gate_proj|up_proj)$", Role("rows", "dense")),
+       (L + r"mlps\.\d+\.down_proj$", Role("cols", "dense")),
        (_MTP + r"transformer_layer\.mlp\.(gate_proj|up_proj)$", Role("rows", "dense")),
        (_MTP + r"transformer_layer\.mlp\.down_proj$", Role("cols", "dense"))]
     + EXPERTS,
