@@ -47,8 +47,15 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
     if kvr is None:
         why.append(f"{kv} kv heads neither divide nor are divided by tp {tp}")
         return why
+    for key, group in hs.kv_groups.items():  # layer types with kv heads of their own (heads // group)
+        if h % group:
+            why.append(f"{h} attention heads are not a multiple of {group} (the {hs.labels[key]} group)")
+        elif kv_per_rank(h // group, tp) is None:
+            why.append(f"{h // group} kv heads ({hs.labels[key]}) neither divide nor are divided by tp {tp}")
+    if why:
+        return why
     for key, width in hs.widths.items():
-        per_rank = (kvr if key == "kv" else h // tp) * width
+        per_rank = _count_per_rank(key, h, kvr, hs, tp) * width
         if per_rank % a.of(key):
             why.append(f"{hs.labels[key]} per rank {per_rank} % {a.of(key)} != 0")
     if adapter.hidden_must_divide_by_heads and hidden % h:
@@ -58,6 +65,16 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
         why.append(f"vLLM's {adapter.name} model derives head_dim from hidden_size // heads and ignores config.head_dim "
                    f"({hidden} // {h} = {hidden // h}, not {head_dim}), so its heads cannot be padded")
     return why
+
+
+def _count_per_rank(key: str, h: int, kvr: int, hs: HeadShape, tp: int) -> int:
+    """Heads each rank holds of the layers with width key `key`: kv heads (the config's, or a layer type's own
+    heads // group), else attention heads."""
+    if key == "kv":
+        return kvr
+    if key in hs.kv_groups:
+        return kv_per_rank(h // hs.kv_groups[key], tp) or 0
+    return h // tp
 
 
 def choose_heads(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden: int,
@@ -140,8 +157,19 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
     if hs.kv_heads:  # MLA has none: its latent KV is replicated
         rule = f"{kv2} % {tp} == 0" if kv2 >= tp else f"{tp} % {kv2} == 0 (replicated)"
         row("kv heads", kv2, kvr, kvr is not None, rule)
-    for key in sorted(hs.widths, key=lambda k: k == "kv"):  # head-sharded layers first, then k/v
-        count, per = (kv2, kvr if hs.kv_heads else None) if key == "kv" else (h2, h2 // tp if h2 % tp == 0 else None)
+    for key, group in hs.kv_groups.items():
+        k2 = h2 // group
+        kr = kv_per_rank(k2, tp) if h2 % group == 0 else None
+        rule = f"{k2} % {tp} == 0" if k2 >= tp else f"{tp} % {k2} == 0 (replicated)"
+        row(f"{key.rsplit('_', 1)[-1]} kv heads", k2, kr, kr is not None, f"{h2} / {group} = {rule}")
+    for key in sorted(hs.widths, key=lambda k: k == "kv" or k in hs.kv_groups):  # head-sharded layers first, then k/v
+        if key == "kv":
+            count, per = kv2, kvr if hs.kv_heads else None
+        elif key in hs.kv_groups:
+            count = h2 // hs.kv_groups[key]
+            per = kv_per_rank(count, tp) if h2 % hs.kv_groups[key] == 0 else None
+        else:
+            count, per = h2, h2 // tp if h2 % tp == 0 else None
         if per is not None:
             n, a = per * hs.widths[key], aligns.of(key)
             row(hs.labels[key], count * hs.widths[key], n, n % a == 0, f"{n} % {a} == 0")

@@ -10,6 +10,7 @@ from hubpad.util.text import short
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
 from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
+from hubpad.plan.adapters.gemma4 import GEMMA4, GEMMA4_TEXT
 from hubpad.plan.adapters.glm import GLM4_MOE, GLM4V_MOE
 from hubpad.plan.adapters.gpt_oss import GPT_OSS
 from hubpad.plan.adapters.hy3 import HY3
@@ -25,7 +26,7 @@ __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "che
 
 ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
-                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE]
+                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, GEMMA4, GEMMA4_TEXT]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL, "minimax_m2": MINIMAX_M2_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL}
@@ -36,7 +37,7 @@ def adapter_for(config: dict) -> Adapter:
     model_type = config.get("model_type")
     for adapter in ADAPTERS:
         if model_type in adapter.model_types:
-            return adapter
+            return adapter.for_config(config)
     known = sorted(t for a in ADAPTERS for t in a.model_types)
     raise ConfigError(f"config.json: model_type {model_type!r} is not supported (known: {', '.join(known)})")
 
@@ -54,6 +55,7 @@ _INTEGER_KEYS = frozenset({
     "num_attention_heads", "num_key_value_heads", "hidden_size", "head_dim", "num_hidden_layers", "vocab_size",
     "num_nextn_predict_layers", "num_local_experts", "num_experts", "n_routed_experts", "n_shared_experts",
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+    "global_head_dim", "num_global_key_value_heads",
 }) | {key for a in ADAPTERS for keys in a.intermediate_keys.values() for key in keys}
 
 
