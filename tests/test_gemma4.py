@@ -112,3 +112,49 @@ def test_gemma4_double_wide_mlp_is_refused(tmp_path):
                  layer_types=["sliding_attention", "full_attention"] * 3)
     with pytest.raises(ConfigError, match="use_double_wide_mlp"):
         make_plan(LocalSource(src), 3)
+
+
+# Published layouts (tests/gemma4_real.py) planned from headers at TP 3 and 6:
+# name -> {tp: (heads, sliding kv, global kv, expert intermediate or None)}
+REAL = {"google/gemma-4-31B-it": {3: (48, 24, 6, None), 6: (48, 24, 6, None)},
+        "google/gemma-4-26B-A4B-it": {3: (24, 12, 3, 768), 6: (24, 12, 3, 768)}}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_gemma4_published_layouts_plan_at_tp3_and_tp6(tmp_path, name):
+    from hubpad.testing import write_checkpoint
+    from tests import gemma4_real
+    from tests.helpers import cli
+
+    cfg = gemma4_real.REAL_GEMMA4[name]
+    src = write_checkpoint(tmp_path / name.split("/")[1], cfg, gemma4_real.tensors(cfg), n_shards=3, header_only=True)
+    for tp, (heads, kv, global_kv, expert) in REAL[name].items():
+        result = cli("plan", src, "--tp", str(tp), "--json")
+        assert result.exit_code == 0, result.output
+        plan = json.loads(result.output)
+        dims = {d["name"]: d["after"] for d in plan["dims"]}
+        assert (dims["attention heads"], dims["kv heads"], dims["global kv heads"]) == (heads, kv, global_kv)
+        assert dims.get("expert intermediate") == expert
+        assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+        text = plan["config_changes"]
+        assert text["text_config.num_global_key_value_heads"] == [cfg["text_config"]["num_global_key_value_heads"],
+                                                                  global_kv]
+        print(name, tp, dims)
+
+
+def test_gemma4_advisor_counts_kv_cache_per_layer_type(tmp_path):
+    """31B: 50 sliding layers cache K and V of 16 kv heads x 256, 10 global layers K and V (vLLM allocates V even
+    with attention_k_eq_v) of 4 x 512: 450,560 values per token. At TP 3 (24 / 6 kv heads) 675,840: +50 %; at TP 8
+    the 4 global kv heads are replicated twice (+40,960 values), nothing padded."""
+    from hubpad.plan.advisor import advise
+    from hubpad.testing import write_checkpoint
+    from tests import gemma4_real
+
+    cfg = gemma4_real.GEMMA4_31B
+    src = write_checkpoint(tmp_path / "31b", cfg, gemma4_real.tensors(cfg), n_shards=2, header_only=True)
+    rows = {r.tp: r for r in advise(LocalSource(src), (1, 3, 8)).rows}
+    assert rows[1].kv_bytes_per_token == 2 * (50 * 2 * 16 * 256 + 10 * 2 * 4 * 512) == 901_120
+    assert rows[3].kv_bytes_per_token == 2 * (50 * 2 * 24 * 256 + 10 * 2 * 6 * 512)
+    assert rows[3].extra_kv_bytes_per_token == 450_560
+    assert (rows[8].verdict, rows[8].extra_kv_bytes_per_token, rows[8].padding_kv_bytes_per_token) == ("as is",
+                                                                                                        81_920, 0)
