@@ -81,6 +81,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # The vocab plugin's hooks (VocabParallelEmbedding padding_size, vllm.general_plugins in every worker) were
     # checked in 0.19.0–0.33.0 (docs: shared reference ecosystem.md §1.0b); older releases are not claimed.
     "plugin:vocab-patch": ("0.19.0", "hubpad's vocab plugin (checked from 0.19.0)"),
+    # Gemma 4 (gemma4.py, gemma4_mm.py, the gemma4 parsers): in the 0.19.0 wheel, not in 0.18.1. 0.19.0 reads the
+    # global layers from global_head_dim / num_global_key_value_heads, later releases from transformers'
+    # per_layer_config: the derivative states the padded counts in every form its upstream has.
+    "arch:Gemma4ForConditionalGeneration": ("0.19.0", "Gemma4ForConditionalGeneration"),
+    "arch:Gemma4ForCausalLM": ("0.19.0", "Gemma4ForCausalLM"),
+    "tool:gemma4": ("0.19.0", "tool-call parser gemma4"),
+    "reasoning:gemma4": ("0.19.0", "reasoning parser gemma4"),
 }
 
 
