@@ -157,7 +157,11 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
     if hs.kv_heads:  # MLA has none: its latent KV is replicated
         rule = f"{kv2} % {tp} == 0" if kv2 >= tp else f"{tp} % {kv2} == 0 (replicated)"
         row("kv heads", kv2, kvr, kvr is not None, rule)
+    seen = {h2 // kv2 if kv2 else 0}
     for key, group in hs.kv_groups.items():
+        if group in seen:  # the same kv heads as a row already listed (MiMo's v heads are its k heads)
+            continue
+        seen.add(group)
         k2 = h2 // group
         kr = kv_per_rank(k2, tp) if h2 % group == 0 else None
         rule = f"{k2} % {tp} == 0" if k2 >= tp else f"{tp} % {k2} == 0 (replicated)"

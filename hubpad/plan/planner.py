@@ -420,6 +420,8 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
     if shape.geometry.config_head_dim is not None:  # MLA: head_dim is not a key of its config
         dims.append(Dim("head dim", ("head_dim",), shape.head_dim, shape.head_dim))
     for key, group in shape.geometry.kv_groups.items():  # a layer type's own kv heads (keys: the adapter's)
+        if keys.get(key) and any(d.config_keys == keys[key] for d in dims):
+            continue  # the same count as a dim already listed (MiMo's v heads are its k heads)
         dims.append(Dim(f"{key.rsplit('_', 1)[-1]} kv heads", keys.get(key, ()), shape.heads // group,
                         h2 // group))
     if shape.linear is not None and linear2 is not None:

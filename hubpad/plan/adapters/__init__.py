@@ -15,6 +15,7 @@ from hubpad.plan.adapters.glm import GLM4_MOE, GLM4V_MOE
 from hubpad.plan.adapters.gpt_oss import GPT_OSS
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
+from hubpad.plan.adapters.mimo import MIMO_V2
 from hubpad.plan.adapters.minimax import MINIMAX_M2_REFUSAL
 from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
@@ -26,7 +27,7 @@ __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "che
 
 ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
-                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, GEMMA4, GEMMA4_TEXT]
+                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, GEMMA4, GEMMA4_TEXT, MIMO_V2]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL, "minimax_m2": MINIMAX_M2_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL}
@@ -55,7 +56,8 @@ _INTEGER_KEYS = frozenset({
     "num_attention_heads", "num_key_value_heads", "hidden_size", "head_dim", "num_hidden_layers", "vocab_size",
     "num_nextn_predict_layers", "num_local_experts", "num_experts", "n_routed_experts", "n_shared_experts",
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-    "global_head_dim", "num_global_key_value_heads",
+    "global_head_dim", "num_global_key_value_heads", "swa_num_attention_heads", "swa_num_key_value_heads",
+    "swa_head_dim", "swa_v_head_dim",
 }) | {key for a in ADAPTERS for keys in a.intermediate_keys.values() for key in keys}
 
 
