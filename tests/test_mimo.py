@@ -84,3 +84,29 @@ def test_mimo_v2_omni_is_refused_with_the_reason(tmp_path):
                                                  "vision_config": {"num_heads": 32}}))
     with pytest.raises(ConfigError, match="MiMoVisionAttention divides num_heads by the TP size"):
         make_plan(LocalSource(src), 3)
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_mimo_v2_flash_published_layout_plans(tmp_path, tp):
+    """64 heads / 4 full kv / 8 SWA kv -> 96 / 6 / 12; experts 2048 -> 2112 (TP 3: 704 per rank) or 2304 (TP 6: 384);
+    the dense MLP 16384 -> 16512 / 16896 (whole 128-wide tiles per rank); the three MTP layers padded as SWA layers."""
+    from hubpad.testing import write_checkpoint
+    from tests import mimo_real
+    from tests.helpers import cli
+
+    cfg = mimo_real.MIMO_V2_FLASH
+    src = write_checkpoint(tmp_path / "MiMo-V2-Flash", cfg, mimo_real.tensors(cfg), n_shards=4, header_only=True)
+    result = cli("plan", src, "--tp", str(tp), "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    dims = {d["name"]: d["after"] for d in plan["dims"]}
+    assert (dims["attention heads"], dims["kv heads"], dims["swa kv heads"]) == (96, 6, 12)
+    assert (dims["expert intermediate"], dims["dense intermediate"]) == ({3: 2112, 6: 2304}[tp],
+                                                                         {3: 16512, 6: 16896}[tp])
+    changes = plan["config_changes"]
+    assert changes["swa_num_attention_heads"] == [64, 96] and changes["swa_num_key_value_heads"] == [8, 12]
+    assert "attention_value_scale" not in changes
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
+    assert padded["model.mtp.layers.*.self_attn.k_proj.weight"] == [12 * 192, 4096]
+    assert padded["model.mtp.layers.*.self_attn.attention_sink_bias"] == [96]

@@ -122,8 +122,8 @@ class MiMoV2Adapter(Adapter):
 
     def serving(self, config: dict) -> dict:
         arch = (config.get("architectures") or ["MiMoV2FlashForCausalLM"])[0]
-        n = config.get("num_nextn_predict_layers")
-        spec = {"method": "mtp", "num_speculative_tokens": int(n)} if n else None
+        # vLLM's MiMo-V2 MTP drafter runs the first MTP layer only (speculative.py: n_predict 1)
+        spec = {"method": "mtp", "num_speculative_tokens": 1} if config.get("num_nextn_predict_layers") else None
         return serving(tool="mimo", reasoning="mimo", spec=spec,
                        features=(f"arch:{arch}",) + (("spec:mtp", "spec:mimo_v2_mtp") if spec else ()))
 
