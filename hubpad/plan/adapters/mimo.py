@@ -42,6 +42,11 @@ OMNI_REFUSAL = ("MiMo-V2 Omni (MiMoV2OmniForCausalLM) is not supported: vLLM sha
                 "mode: --mm-encoder-tp-mode data falls back to weights), and hubpad does not pad vision towers")
 
 
+FUSED_QKV_REFUSAL = ("MiMo-V2's fused qkv_proj is not supported: the checkpoint stores it pre-sharded in "
+                     "num_key_value_heads chunks of [Q | K | V] rows (vLLM's _shard_fp8_qkv_proj reads it so), which "
+                     "hubpad does not pad; a checkpoint with separate q_proj / k_proj / v_proj is")
+
+
 def layer_is_swa(config: dict) -> list[bool]:
     """Which decoder layers are sliding-window, as both engines read config.json; refused when they disagree."""
     n = int(config.get("num_hidden_layers") or 0)
@@ -74,6 +79,11 @@ class MiMoV2Adapter(Adapter):
             patterns += [(layer + f"self_attn\\.{p}_proj$", r) for p, r in roles.items()]
         patterns += [(_MTP + f"self_attn\\.{p}_proj$", r) for p, r in _SWA.items()]
         return dataclasses.replace(self, linear_patterns=patterns + self.linear_patterns)
+
+    def linear_role(self, module: str):
+        if module.endswith("self_attn.qkv_proj"):
+            raise ConfigError(f"tensor {module}: {FUSED_QKV_REFUSAL}")
+        return super().linear_role(module)
 
     @staticmethod
     def _check_readings(config: dict) -> None:
