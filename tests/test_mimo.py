@@ -37,16 +37,24 @@ def _logits(path):
         return model(input_ids=ids).logits
 
 
-@pytest.mark.parametrize("tp", [3, 6])
-def test_mimo_v2_flash_padded_model_gives_identical_logits(tmp_path, tp):
+# tp -> model overrides and the padded (heads, full kv, SWA kv). One full kv head (MQA in the full layers): the
+# padding still appends whole groups of both types, as transformers reads SWA kv as 2 x num_key_value_heads (12 heads
+# with the full layers kept at 1 kv head would give SWA 6 in vLLM's reading and 2 in transformers').
+MIMO_CASES = {"tp3": (3, {}, (12, 3, 6)), "tp6": (6, {}, (12, 3, 6)),
+              "tp3-one-full-kv-head": (3, dict(num_attention_heads=4, num_key_value_heads=1), (12, 3, 6))}
+
+
+@pytest.mark.parametrize("case", sorted(MIMO_CASES))
+def test_mimo_v2_flash_padded_model_gives_identical_logits(tmp_path, case):
+    tp, over, (heads, kv, swa_kv) = MIMO_CASES[case]
     src, dst = tmp_path / "upstream", tmp_path / "padded"
-    upstream = build_mimo(src)
+    upstream = build_mimo(src, **over)
     plan = make_plan(LocalSource(src), tp, shard_size=400_000)
     run_mirror(plan, LocalPublisher(dst))
     assert verify_derivative(LocalSource(src), LocalSource(dst))["padded"] > 0
     cfg = json.loads((dst / "config.json").read_text())
-    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"]) == (12, 3)
-    assert (cfg["swa_num_attention_heads"], cfg["swa_num_key_value_heads"]) == (12, 6)  # vLLM's reading
+    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"]) == (heads, kv)
+    assert (cfg["swa_num_attention_heads"], cfg["swa_num_key_value_heads"]) == (heads, swa_kv)  # vLLM's reading
     assert cfg["swa_num_key_value_heads"] == 2 * cfg["num_key_value_heads"]  # transformers' reading
     assert cfg["attention_value_scale"] == upstream["attention_value_scale"] == 0.707
     assert cfg["hybrid_layer_pattern"] == upstream["hybrid_layer_pattern"]
@@ -59,7 +67,7 @@ def test_mimo_v2_flash_padded_model_gives_identical_logits(tmp_path, tp):
                                                                               [64, 96], [12])
     a, b = _logits(src), _logits(dst)
     delta = (a - b).abs().max().item()
-    print(f"tp={tp}: max |Δ| = {delta}")
+    print(f"{case}: max |Δ| = {delta}")
     assert delta <= REL_TOL * a.abs().max().item()
 
 

@@ -86,7 +86,10 @@ def choose_heads(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden
         return h, kv
     group = h // kv
     candidates = [(k2 * group, k2) for k2 in range(kv + 1, kv * 8 + tp * 8)]
-    if kv == 1:  # MQA: every head maps to kv head 0 whatever the group size
+    # MQA: every head maps to kv head 0 whatever the group size (not with layer types of their own: their kv heads
+    # are heads // group, and configs that derive one count from another, as MiMo's 2 x num_key_value_heads for its
+    # SWA layers, stay consistent only in whole groups of every type)
+    if kv == 1 and not HeadShape.of(hs).kv_groups:
         candidates += [(h2, 1) for h2 in range(h + 1, h * 8 + tp * 8)]
     for h2, k2 in sorted(candidates):
         if not head_problems(h2, k2, hs, tp, aligns, hidden, adapter):
