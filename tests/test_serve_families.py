@@ -85,19 +85,20 @@ def test_mimo_v2_flash_with_narrower_v_heads_stops_in_the_cpu_build(tmp_path):
     assert MIMO_DIFFKV_MESSAGE in run.log
 
 
-def test_mimo_v2_flash_with_equal_head_widths_serves_the_originals_outputs(tmp_path):
-    """Full and SWA layers (1 / 2 kv heads, sinks on SWA layers) padded to 12 heads at TP 3, served as the card says."""
+@pytest.mark.parametrize("tp", [3, 6])
+def test_mimo_v2_flash_with_equal_head_widths_serves_the_originals_outputs(tmp_path, tp):
+    """Full and SWA layers (1 / 2 kv heads, sinks on SWA layers) padded to 12 / 3 / 6 heads, served as the card says."""
     from tests.helpers import cli
 
     src = _mimo_upstream(tmp_path / "upstream", v_head_dim=64)
     original = serving.run_vllm([serving.job(src, 1)], tmp_path / "run-original").ok(0)
-    dst = tmp_path / "tp3"
-    result = cli("mirror", src, "--tp", 3, "--to", dst)
+    dst = tmp_path / f"tp{tp}"
+    result = cli("mirror", src, "--tp", tp, "--to", dst)
     assert result.exit_code == 0, result.output
     config = json.loads((dst / "config.json").read_text())
-    assert (config["num_attention_heads"], config["swa_num_attention_heads"], config["swa_num_key_value_heads"]) == (
-        12, 12, 2 * config["num_key_value_heads"])
+    assert (config["num_attention_heads"], config["num_key_value_heads"], config["swa_num_attention_heads"],
+            config["swa_num_key_value_heads"]) == (12, 3, 12, 6)
     engine = serving.card_engine_args(dst)
-    run = serving.run_vllm([serving.job(dst, 3, **engine)], tmp_path / "run-tp3",
+    run = serving.run_vllm([serving.job(dst, tp, **engine)], tmp_path / f"run-tp{tp}",
                            plugins=serving.install_plugin(dst, tmp_path / "plugin"))
-    serving.assert_same_outputs(original, run.ok(0), "mimo_v2_flash TP=1 vs derivative TP=3")
+    serving.assert_same_outputs(original, run.ok(0), f"mimo_v2_flash TP=1 vs derivative TP={tp}")
