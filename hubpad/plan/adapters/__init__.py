@@ -17,7 +17,7 @@ from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.mimo import MIMO_V2
 from hubpad.plan.adapters.minimax import MINIMAX_M2_REFUSAL
-from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL
+from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL, STEP3P7_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
@@ -30,7 +30,8 @@ ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, GEMMA4, GEMMA4_TEXT, MIMO_V2]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL, "minimax_m2": MINIMAX_M2_REFUSAL,
-                           "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL}
+                           "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
+                           "step3p7": STEP3P7_REFUSAL}
 
 
 def adapter_for(config: dict) -> Adapter:
