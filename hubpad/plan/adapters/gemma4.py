@@ -136,8 +136,8 @@ class Gemma4Adapter(Adapter):
         text = dict(self.dims_config(config))
         shape = self.head_shape(self.dims_config(upstream))  # the padded global kv heads: heads // upstream's group
         gkv = shape.kv_count("kv_global", heads, kv)
-        if text.get("num_global_key_value_heads") is not None:
-            text["num_global_key_value_heads"] = gkv
+        if text.get("num_global_key_value_heads") is not None and text.get("attention_k_eq_v"):
+            text["num_global_key_value_heads"] = gkv  # without attention_k_eq_v neither engine reads it: as it is
         per_layer = text.get("per_layer_config")
         if isinstance(per_layer, dict):
             kinds = _types_of(text, per_layer)
