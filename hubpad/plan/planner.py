@@ -158,7 +158,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
-    dims = _dims(shape, h2, kv2, new_inter, linear2)
+    dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text))
     tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant)
 
     ordered = _upstream_order(tensors, inputs.names)
@@ -166,6 +166,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     copied, skipped = _other_files(inputs.files, inputs.names)
     vocab = vocab_info(int(inputs.text.get("vocab_size") or inputs.config.get("vocab_size") or 0), tp)
     new_config = {**_new_config(inputs.config, dims, inputs.adapter.text_config), **relabelled_config_keys(relabelled)}
+    new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,
@@ -399,7 +400,8 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
     for module, role, lay in distinct:
         if role.kind in ("q", "kv", "o"):
             attr = "in_features" if role.kind == "o" else "out_features"
-            want = (shape.kv if role.kind == "kv" else shape.heads) * shape.geometry.widths[role.width_key]
+            count = shape.geometry.kv_count(role.width_key, shape.heads, shape.kv) if role.kind == "kv" else shape.heads
+            want = count * shape.geometry.widths[role.width_key]
         else:
             if role.group not in shape.inter:
                 raise ConfigError(f"tensor {module}: config.json has no size for its {role.group} intermediate "
@@ -411,11 +413,17 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
 
 
 def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
-          linear2: gdn.Geometry | None = None) -> list[Dim]:
+          linear2: gdn.Geometry | None = None, keys: dict[str, tuple[str, ...]] | None = None) -> list[Dim]:
+    keys = keys or {}
     dims = [Dim("attention heads", ("num_attention_heads",), shape.heads, h2),
             Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2)]
     if shape.geometry.config_head_dim is not None:  # MLA: head_dim is not a key of its config
         dims.append(Dim("head dim", ("head_dim",), shape.head_dim, shape.head_dim))
+    for key, group in shape.geometry.kv_groups.items():  # a layer type's own kv heads (keys: the adapter's)
+        if keys.get(key) and any(d.config_keys == keys[key] for d in dims):
+            continue  # the same count as a dim already listed (MiMo's v heads are its k heads)
+        dims.append(Dim(f"{key.rsplit('_', 1)[-1]} kv heads", keys.get(key, ()), shape.heads // group,
+                        h2 // group))
     if shape.linear is not None and linear2 is not None:
         dims += [Dim("linear key heads", ("linear_num_key_heads",), shape.linear.nk, linear2.nk),
                  Dim("linear value heads", ("linear_num_value_heads",), shape.linear.nv, linear2.nv)]
@@ -433,7 +441,8 @@ def _new_config(config: dict, dims: list[Dim], text_config: str | None = None) -
         target = merged[text_config] = dict(config[text_config])
     for d in dims:
         for k in d.config_keys:
-            target[k] = d.after
+            if "." not in k:  # a dotted key names a nested value, which the adapter's padded_config writes
+                target[k] = d.after
     return merged
 
 
@@ -495,7 +504,7 @@ def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int,
     if role.kind == "q":
         out2 = h2 * width
     elif role.kind == "kv":
-        out2 = kv2 * width
+        out2 = HeadShape.of(hs).kv_count(role.width_key, h2, kv2) * width
     elif role.kind == "o":
         in2 = h2 * width
     elif role.kind == "rows":

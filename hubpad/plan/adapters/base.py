@@ -276,6 +276,22 @@ class Adapter:
         heads = int(config.get("num_attention_heads") or 1)
         return HeadShape.uniform(int(config.get("head_dim") or (int(config.get("hidden_size") or 0) // heads)))
 
+    def for_config(self, config: dict) -> "Adapter":
+        """The adapter for this config.json: itself, or (a family whose tensor roles depend on the layer types the
+        config lists, as Gemma 4's sliding and global layers) a copy with patterns for it."""
+        return self
+
+    def kv_group_keys(self, config: dict) -> dict[str, tuple[str, ...]]:
+        """The config keys stating each HeadShape.kv_groups layer type's kv heads (a dotted key: a nested value,
+        written by `padded_config`), for the plan's dims; `config` is the language model's part."""
+        return {}
+
+    def padded_config(self, upstream: dict, config: dict, heads: int, kv: int) -> dict:
+        """The derivative's config.json once the dims' keys are written into `config` (a copy of `upstream`): a family
+        whose config states padded counts elsewhere too (per-layer overrides, a second layer type's keys) writes
+        them here."""
+        return config
+
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""
         return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": []}

@@ -81,6 +81,23 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # The vocab plugin's hooks (VocabParallelEmbedding padding_size, vllm.general_plugins in every worker) were
     # checked in 0.19.0–0.33.0 (docs: shared reference ecosystem.md §1.0b); older releases are not claimed.
     "plugin:vocab-patch": ("0.19.0", "hubpad's vocab plugin (checked from 0.19.0)"),
+    # Gemma 4 (gemma4.py, gemma4_mm.py, the gemma4 parsers): in the 0.19.0 wheel, not in 0.18.1. 0.19.0 reads the
+    # global layers from global_head_dim / num_global_key_value_heads, later releases from transformers'
+    # per_layer_config: the derivative states the padded counts in every form its upstream has.
+    "arch:Gemma4ForConditionalGeneration": ("0.19.0", "Gemma4ForConditionalGeneration"),
+    "arch:Gemma4ForCausalLM": ("0.19.0", "Gemma4ForCausalLM"),
+    "tool:gemma4": ("0.19.0", "tool-call parser gemma4"),
+    "reasoning:gemma4": ("0.19.0", "reasoning parser gemma4"),
+    # MiMo-V2 (read in the wheels of 0.12.0-0.15.0, 0.17.0, 0.19.0-0.25.0, 0.28.0, 0.30.0, 0.32.0; each entry's
+    # first release and its immediate predecessor among them): MiMoV2FlashForCausalLM from 0.14.0, the mimo parsers
+    # from 0.20.0, MiMoV2ForCausalLM and MTP drafting for MiMo-V2-Flash (MiMoV2MTPModel) from 0.21.0.
+    "arch:MiMoV2FlashForCausalLM": ("0.14.0", "MiMoV2FlashForCausalLM"),
+    "arch:MiMoV2ForCausalLM": ("0.21.0", "MiMoV2ForCausalLM"),
+    "tool:mimo": ("0.20.0", "tool-call parser mimo"),
+    "reasoning:mimo": ("0.20.0", "reasoning parser mimo"),
+    "spec:mimo_v2_mtp": ("0.21.0", "MiMo-V2 MTP speculative decoding (MiMoV2MTPModel)"),
+    # Step-3.7 (same wheels): Step3p7ForConditionalGeneration from 0.23.0 (not in 0.22.1)
+    "arch:Step3p7ForConditionalGeneration": ("0.23.0", "Step3p7ForConditionalGeneration"),
 }
 
 
