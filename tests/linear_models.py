@@ -99,3 +99,50 @@ def qwen4_logits(path: Path) -> torch.Tensor:
     with torch.no_grad():
         return model(input_ids=ids, pixel_values=pixels, image_grid_thw=torch.tensor([[1, 4, 4]]),
                      mm_token_type_ids=(ids == tok["image_token_id"]).long()).logits
+
+
+# Kimi-Linear: layers 1-3 KDA, layer 4 MLA (linear_attn_config.kda_layers is 1-based, as published); layer 1 a dense
+# MLP (`mlp.*`), the others MoE (`block_sparse_moe.*`: experts w1/w2/w3, router with correction bias, one shared
+# expert). KDA heads 16 wide, 4 of them; MLA 4 heads (nope 16, rope 8, v 16, kv_lora 16, no q LoRA).
+KIMI_LINEAR = dict(vocab_size=256, pad_token_id=0, bos_token_id=1, eos_token_id=2, hidden_size=64, intermediate_size=96,
+                   moe_intermediate_size=48, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=4,
+                   kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16,
+                   num_local_experts=8, num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1,
+                   tie_word_embeddings=False,
+                   linear_attn_config={"head_dim": 16, "num_heads": 4, "short_conv_kernel_size": 4,
+                                       "kda_layers": [1, 2, 3], "full_attn_layers": [4]})
+# what transformers writes besides linear_attn_config; the published config.json has only the sub-object
+_KIMI_DERIVED = ("linear_head_dim", "linear_num_heads", "linear_conv_kernel_dim", "layer_types", "mlp_layer_types")
+
+
+def build_kimi_linear(path: Path, seed: int = 0, text: dict | None = None, published_config: bool = True) -> Path:
+    """Save a tiny Kimi-Linear under `path` with the published tensor names (the dense MLP as `mlp.*`: transformers'
+    save writes it under `block_sparse_moe.`); `published_config`: config.json keeps only linear_attn_config for the
+    KDA dims, as the release's does."""
+    torch.manual_seed(seed)
+    model = transformers.KimiLinearForCausalLM(transformers.KimiLinearConfig(**{**KIMI_LINEAR, **(text or {})})).eval()
+    randomize(model)
+    model.to(torch.bfloat16).save_pretrained(path)
+    file = path / "model.safetensors"
+    tensors = load_file(file)
+    dense = [n for n in tensors if ".block_sparse_moe." in n and n.split(".block_sparse_moe.")[1].split(".")[0]
+             in ("gate_proj", "up_proj", "down_proj")]
+    for name in dense:
+        tensors[name.replace(".block_sparse_moe.", ".mlp.")] = tensors.pop(name)
+    save_file(tensors, file, metadata={"format": "pt"})
+    if published_config:
+        config = json.loads((path / "config.json").read_text())
+        for key in _KIMI_DERIVED:
+            config.pop(key, None)
+        (path / "config.json").write_text(json.dumps(config, indent=2))
+    return path
+
+
+def kimi_linear_logits(path: Path) -> torch.Tensor:
+    """float64 logits of a Kimi-Linear on two 20-token prompts (KDA's torch fallback computes in float32)."""
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float64).eval()
+    if hasattr(model, "set_experts_implementation"):
+        model.set_experts_implementation("eager")
+    ids = torch.randint(3, 256, (2, 20), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        return model(input_ids=ids).logits
