@@ -84,6 +84,22 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
 }
 
 
+# Features of vLLM 0.32 (the version whose source hubpad's rules were read in) whose first release has not been read
+# offline: a derivative that uses one gets no minimum on its card (a minimum from its other features would be too
+# old), and the card says so. feature -> what it is.
+UNREAD: dict[str, str] = {
+    "arch:DeepseekV32ForCausalLM": "DeepseekV32ForCausalLM",
+    "arch:GlmMoeDsaForCausalLM": "GlmMoeDsaForCausalLM",
+    "tool:deepseek_v32": "tool-call parser deepseek_v32",
+    "tool:glm47": "tool-call parser glm47",
+    "spec:deepseek_v32_mtp": "DeepSeek-V3.2 / GLM-5 MTP speculative decoding (DeepseekV32MTPModel)",
+    "arch:HYV4ForCausalLM": "HYV4ForCausalLM",
+    "tool:hy_v4": "tool-call parser hy_v4",
+    "reasoning:hy_v4": "reasoning parser hy_v4",
+    "spec:hy_v4_mtp": "Hy4 MTP speculative decoding (HYV4MTPModel)",
+}
+
+
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int("".join(c for c in part if c.isdigit()) or 0) for part in version.split(".")[:3])
 
@@ -91,6 +107,8 @@ def _key(version: str) -> tuple[int, ...]:
 def min_vllm(features: list[str]) -> dict:
     """The oldest vLLM release that has every feature, and which features set it (for the card)."""
     known = [f for f in features if f in FIRST_RELEASE]
+    if any(f in UNREAD for f in features):
+        return {"version": None, "because": [], "unread": [UNREAD[f] for f in features if f in UNREAD]}
     if not known:
         return {"version": None, "because": []}
     version = max((FIRST_RELEASE[f][0] for f in known), key=_key)
