@@ -146,3 +146,59 @@ def kimi_linear_logits(path: Path) -> torch.Tensor:
     ids = torch.randint(3, 256, (2, 20), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         return model(input_ids=ids).logits
+
+
+# GLM-5-Next: layers 0-2 KDA, layer 3 DSA (NoPE MLA + indexer with k-pool compression), mHC with 2 streams, layer 0
+# dense, 8 experts + 1 shared, a vision tower, and the MTP layer at index 4 (GLM-4.x style: enorm, hnorm, eh_proj,
+# shared_head.norm, one DSA decoder layer). KDA 4 heads of 16; MLA 4 heads (nope 16, v 16, kv_lora 16, q_lora 24).
+GLM5_TEXT = dict(vocab_size=256, pad_token_id=0, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+                 num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=4, n_routed_experts=8,
+                 num_experts_per_tok=2, n_shared_experts=1, kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=0,
+                 qk_nope_head_dim=16, v_head_dim=16, index_topk=8, index_head_dim=16, index_n_heads=2, index_kpool=2,
+                 linear_head_dim=16, linear_num_heads=4, linear_conv_kernel_dim=4, hc_mult=2,
+                 mlp_layer_types=["dense", "sparse", "sparse", "sparse"], tie_word_embeddings=False)
+GLM5_VISION = dict(depth=1, hidden_size=32, num_heads=2, intermediate_size=48, out_hidden_size=64, patch_size=4,
+                   image_size=16, projection_intermediate_size=64, spatial_merge_size=2, temporal_patch_size=2)
+GLM5_TOKENS = dict(image_token_id=5, video_token_id=6, image_start_token_id=7, image_end_token_id=8,
+                   video_start_token_id=9, video_end_token_id=10)
+
+
+def build_glm5_next(path: Path, seed: int = 0, text: dict | None = None) -> Path:
+    """Save a tiny GLM-5-Next (multimodal) under `path`, with the MTP layer its releases ship."""
+    torch.manual_seed(seed)
+    config = transformers.Glm5NextConfig(text_config={**GLM5_TEXT, **(text or {})}, vision_config=GLM5_VISION,
+                                         **GLM5_TOKENS)
+    model = transformers.Glm5NextForConditionalGeneration(config).eval()
+    randomize(model)
+    model.to(torch.bfloat16).save_pretrained(path)
+    file = path / "model.safetensors"
+    tensors = load_file(file)
+    cfg = json.loads((path / "config.json").read_text())
+    text_cfg = cfg["text_config"]
+    n, h = text_cfg["num_hidden_layers"], text_cfg["hidden_size"]
+    last, mtp = f"model.language_model.layers.{n - 1}.", f"model.language_model.layers.{n}."
+    gen = torch.Generator().manual_seed(11)
+    for name in [k for k in tensors if k.startswith(last)]:
+        tensors[mtp + name.removeprefix(last)] = tensors[name].clone()
+    tensors[mtp + "eh_proj.weight"] = (torch.randn(h, 2 * h, generator=gen) * 0.05).to(torch.bfloat16)
+    for norm in ("enorm", "hnorm", "shared_head.norm"):
+        tensors[f"{mtp}{norm}.weight"] = (torch.randn(h, generator=gen) * 0.1 + 1).to(torch.bfloat16)
+    save_file(tensors, file, metadata={"format": "pt"})
+    text_cfg["num_nextn_predict_layers"] = 1
+    (path / "config.json").write_text(json.dumps(cfg, indent=2))
+    return path
+
+
+def glm5_logits(path: Path) -> torch.Tensor:
+    """float64 logits of a GLM-5-Next on a prompt holding a 4-patch image."""
+    model = transformers.AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float64).eval()
+    if hasattr(model, "set_experts_implementation"):
+        model.set_experts_implementation("eager")
+    gen = torch.Generator().manual_seed(0)
+    v, tok = GLM5_VISION, GLM5_TOKENS
+    pixels = torch.randn(16, 3 * 2 * v["patch_size"] ** 2, generator=gen, dtype=torch.float64)
+    ids = torch.tensor([[1, 20, tok["image_start_token_id"]] + [tok["image_token_id"]] * 4
+                        + [tok["image_end_token_id"], 30, 40, 50, 60, 70, 80, 30, 40, 50, 90]])
+    with torch.no_grad():
+        return model(input_ids=ids, pixel_values=pixels, image_grid_thw=torch.tensor([[1, 4, 4]]),
+                     mm_token_type_ids=(ids == tok["image_token_id"]).long()).logits

@@ -229,8 +229,74 @@ def kimi_k3_tensors(cfg: dict) -> Tensors:
                         mxfp4="quantization_config" in cfg["text_config"])
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# zai-org/GLM-5.3-Flash (glm5_next): text values from an inference engine's "report" template and a reference script's
+# config (hidden 4096, 45 layers with DSA at every 4th, MLA 64 NoPE heads of 256 with q LoRA 1536 / kv LoRA 512, indexer
+# 32 heads of 128 with a k-pool of 4, KDA 64 heads of 128, dense 12288 on the first 3 layers, 288 experts top-8 of
+# 2048, one shared expert, one MTP layer, vocab 154880). `layer_types` says "deepseek_sparse_attention" for the DSA
+# layers and linear_attn_config.kda_layers is 0-based there (hubpad reads layer_types, as vLLM does). Its quantization
+# (one reference loads it as FP8 128x128 blocks) and vision tower are not known offline: BF16, tower left out.
+_GLM53_TYPES = ["deepseek_sparse_attention" if i % 4 == 3 else "linear_attention" for i in range(45)]
+GLM53_FLASH_TEXT = {
+    "model_type": "glm5_next_text", "num_hidden_layers": 45, "hidden_size": 4096, "num_attention_heads": 64,
+    "num_key_value_heads": 64, "qk_nope_head_dim": 256, "qk_rope_head_dim": 0, "v_head_dim": 256, "q_lora_rank": 1536,
+    "kv_lora_rank": 512, "layer_types": _GLM53_TYPES, "mlp_layer_types": ["dense"] * 3 + ["sparse"] * 42,
+    "index_topk": 2048, "index_n_heads": 32, "index_head_dim": 128, "index_kpool": 4, "num_nextn_predict_layers": 1,
+    "intermediate_size": 12288, "moe_intermediate_size": 2048, "n_routed_experts": 288, "n_shared_experts": 1,
+    "num_experts_per_tok": 8, "n_group": 1, "topk_group": 1, "vocab_size": 154880, "rms_norm_eps": 1e-06,
+    "hidden_act": "silu", "hc_mult": 4, "hc_eps": 1e-06, "hc_sinkhorn_iters": 20, "tie_word_embeddings": False,
+    "linear_attn_config": {"full_attn_layers": [i for i in range(45) if i % 4 == 3],
+                           "kda_layers": [i for i in range(45) if i % 4 != 3], "head_dim": 128, "num_heads": 64,
+                           "short_conv_kernel_size": 4, "gate_lower_bound": -5.0},
+}
+GLM53_FLASH_CONFIG = {"architectures": ["Glm5NextForConditionalGeneration"], "model_type": "glm5_next",
+                      "text_config": GLM53_FLASH_TEXT, "tie_word_embeddings": False}
+
+
+def glm5_next_tensors(cfg: dict) -> Tensors:
+    t, lm = cfg["text_config"], "model.language_model."
+    h, v, n, hc = t["hidden_size"], t["vocab_size"], t["num_hidden_layers"], t["hc_mult"]
+    mix = (2 + hc) * hc
+    out = _w(lm + "embed_tokens", v, h) + _w("lm_head", v, h) + _norm(lm + "norm", h)
+    out += [(lm + "hc_head_fn", F32, (hc, hc * h)), (lm + "hc_head_base", F32, (hc,)), (lm + "hc_head_scale", F32, (1,))]
+    kda_cfg = {**t, "linear_attn_config": {**t["linear_attn_config"], "use_full_rank_gate": False}}
+    for i in range(n + t["num_nextn_predict_layers"]):
+        p = f"{lm}layers.{i}."
+        out += _norm(p + "input_layernorm", h) + _norm(p + "post_attention_layernorm", h)
+        for part in ("attn", "ffn"):
+            out += [(f"{p}hc_{part}_fn", F32, (mix, hc * h)), (f"{p}hc_{part}_base", F32, (mix,)),
+                    (f"{p}hc_{part}_scale", F32, (3,))]
+        if i < n and t["layer_types"][i] == "linear_attention":
+            out += [(x, d, (s[2],) if x.endswith("A_log") else s) for x, d, s in _kda(kda_cfg, p + "self_attn.")]
+        else:
+            a, ih, ihd = p + "self_attn.", t["index_n_heads"], t["index_head_dim"]
+            out += _mla(t, a)
+            out += _w(a + "indexer.wq_b", ih * ihd, t["q_lora_rank"]) + _w(a + "indexer.wk", ihd, h)
+            out += [(a + "indexer.k_norm.weight", BF16, (ihd,)), (a + "indexer.k_norm.bias", BF16, (ihd,))]
+            out += _w(a + "indexer.weights_proj", ih, h)
+            out += [(a + "indexer.index_kpool_compress_ape", BF16, (t["index_kpool"], ihd)),
+                    (a + "indexer.index_kpool_compress_gate", BF16, (ihd, h))]
+        if i >= n:  # the MTP layer's own modules
+            out += _norm(p + "enorm", h) + _norm(p + "hnorm", h) + _w(p + "eh_proj", h, 2 * h)
+            out += _norm(p + "shared_head.norm", h)
+        if i < n and t["mlp_layer_types"][i] == "dense":
+            d = t["intermediate_size"]
+            out += _w(p + "mlp.gate_proj", d, h) + _w(p + "mlp.up_proj", d, h) + _w(p + "mlp.down_proj", h, d)
+            continue
+        e, inter = t["n_routed_experts"], t["moe_intermediate_size"]
+        out += _w(p + "mlp.gate", e, h) + [(p + "mlp.gate.e_score_correction_bias", F32, (e,))]
+        for x in range(e):
+            q = f"{p}mlp.experts.{x}."
+            out += _w(q + "gate_proj", inter, h) + _w(q + "up_proj", inter, h) + _w(q + "down_proj", h, inter)
+        s = inter * t["n_shared_experts"]
+        out += _w(p + "mlp.shared_experts.gate_proj", s, h) + _w(p + "mlp.shared_experts.up_proj", s, h)
+        out += _w(p + "mlp.shared_experts.down_proj", h, s)
+    return out
+
+
 # hub name -> (config, tensors function)
 REAL_LINEAR_MODELS = {
+    "zai-org/GLM-5.3-Flash": (GLM53_FLASH_CONFIG, glm5_next_tensors),
     "Qwen/Qwen3.8-Flash-Next": (QWEN38_FLASH_NEXT_CONFIG, qwen4_exp_tensors),
     "moonshotai/Kimi-Linear-48B-A3B-Instruct": (KIMI_LINEAR_48B_CONFIG, kimi_tensors),
     "moonshotai/Kimi-K3": (KIMI_K3_CONFIG, kimi_k3_tensors),

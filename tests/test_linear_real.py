@@ -1,4 +1,4 @@
-"""The late-2026 linear-attention releases at their published shapes (tests/linear_real.py: third-party reproductions
+"""The late-2026 linear-attention releases (GLM-5.3-Flash, Qwen3.8-Flash-Next, Kimi-Linear-48B-A3B, Kimi-K3) at their published shapes (tests/linear_real.py: third-party reproductions
 of the config.json values and tensor names, none confirmable offline): `hubpad plan --tp 3|6 --json` on header-only
 copies gives the padded dims, every per-rank rule met and nothing replicated touched; the advisor's table (`hubpad
 plan SRC`) is what docs/families/linear.md quotes. Kimi-K3's full layout (250k tensors) is planned in the `slow` tier.
@@ -18,6 +18,10 @@ MODELS = linear_real.REAL_LINEAR_MODELS
 
 # (hub name, tp) -> padded dims {config key: (before, after)}; every other dim stays as it is
 CASES = {
+    ("zai-org/GLM-5.3-Flash", 3): {"num_attention_heads": (64, 66), "num_key_value_heads": (64, 66),
+                                   "linear_attn_config.num_heads": (64, 66), "moe_intermediate_size": (2048, 2112)},
+    ("zai-org/GLM-5.3-Flash", 6): {"num_attention_heads": (64, 66), "num_key_value_heads": (64, 66),
+                                   "linear_attn_config.num_heads": (64, 66), "moe_intermediate_size": (2048, 2304)},
     ("Qwen/Qwen3.8-Flash-Next", 3): dict(num_attention_heads=(24, 36), num_key_value_heads=(2, 3),
                                          linear_num_key_heads=(16, 18), linear_num_value_heads=(48, 54),
                                          moe_intermediate_size=(640, 768),
@@ -32,7 +36,7 @@ CASES = {
                                                      "linear_attn_config.num_heads": (32, 36),
                                                      "moe_intermediate_size": (1024, 1152)},
 }
-REPLICATED = ("hyper_connection", ".ple.", ".indexer.", "model.visual.", "mtp.fc", "mtp.pre_fc", "f_a_proj",
+REPLICATED = ("hc_", "hyper_connection", ".ple.", ".indexer.", "model.visual.", "mtp.fc", "mtp.pre_fc", "f_a_proj",
               "g_a_proj", "o_norm", "kv_a_proj_with_mqa", "routed_expert_", "_res_")
 
 
@@ -62,7 +66,8 @@ def test_published_layout_plans(checkpoints, name, tp):
     print(f"{name} TP={tp}: {after}, +{(plan['bytes_out'] - plan['bytes_in']) / 1e9:.1f} GB")
 
 
-@pytest.mark.parametrize("name", ["Qwen/Qwen3.8-Flash-Next", "moonshotai/Kimi-Linear-48B-A3B-Instruct"])
+@pytest.mark.parametrize("name", ["Qwen/Qwen3.8-Flash-Next", "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+                                  "zai-org/GLM-5.3-Flash"])
 def test_the_advisor_prices_the_linear_heads(checkpoints, name):
     result = cli("plan", checkpoints(name), "--json")
     assert result.exit_code == 0, result.output

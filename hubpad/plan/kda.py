@@ -81,14 +81,15 @@ class Geometry(gdn.Geometry):
 
 
 def layers(config: dict) -> frozenset[int] | None:
-    """0-based indices of the KDA layers (`linear_attn_config.kda_layers`, 1-based in the published configs, or
-    `layer_types`), or None when the config does not say."""
+    """0-based indices of the KDA layers: `layer_types` ("linear_attention"; what vLLM's GLM-5-Next reads and
+    transformers writes), else `linear_attn_config.kda_layers` (1-based, what Kimi's configs publish and vLLM's
+    Kimi classes read); None when the config says neither."""
+    types = config.get("layer_types")
+    if isinstance(types, list):
+        return frozenset(i for i, t in enumerate(types) if t == "linear_attention")
     nested = config.get(NESTED)
     if isinstance(nested, dict) and isinstance(nested.get("kda_layers"), list):
         return frozenset(int(i) - 1 for i in nested["kda_layers"])
-    types = config.get("layer_types")
-    if isinstance(types, list):
-        return frozenset(i for i, t in enumerate(types) if t in ("linear_attention", "kda"))
     return None
 
 
