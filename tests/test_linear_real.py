@@ -1,7 +1,7 @@
 """The late-2026 linear-attention releases (GLM-5.3-Flash, Qwen3.8-Flash-Next, Kimi-Linear-48B-A3B, Kimi-K3) at their published shapes (tests/linear_real.py: third-party reproductions
 of the config.json values and tensor names, none confirmable offline): `hubpad plan --tp 3|6 --json` on header-only
 copies gives the padded dims, every per-rank rule met and nothing replicated touched; the advisor's table (`hubpad
-plan SRC`) is what docs/families/linear.md quotes. Kimi-K3's full layout (250k tensors) is planned in the `slow` tier.
+plan SRC`) is what docs/families/linear-attention.md quotes. Kimi-K3's full layout (250k tensors) is planned in the `slow` tier.
 """
 
 from __future__ import annotations

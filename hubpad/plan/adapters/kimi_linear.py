@@ -110,7 +110,7 @@ class KimiK3Adapter(KimiLinearAdapter):
         if shared > 1 and width % (tp * EXPERT_TILE):
             raise ConfigError(f"config.json: moe_intermediate_size {width} needs padding at tp {tp}, and vLLM builds "
                               f"the {shared} shared experts as one MLP of {shared} x moe_intermediate_size, which "
-                              f"hubpad cannot pad to match; Kimi-K3 serves as published at TP 1, 2, 3, 4, 6 and 8")
+                              f"hubpad cannot pad to match; Kimi-K3 needs no padding at TP 1, 2, 3, 4, 6 and 8")
 
 
 KIMI_K3 = KimiK3Adapter(
