@@ -86,11 +86,7 @@ def problems(g: Geometry, tp: int, row_align: int) -> list[str]:
     """Why the GDN heads of `g` cannot serve at `tp` (empty: they can). vLLM asserts nv % tp and every section % tp,
     and its per-rank views need nk % tp; `row_align` is what every rank's rows of each section must be a multiple
     of (FP8 blocks: 128)."""
-    why = []
-    if g.nk % tp:
-        why.append(f"{g.nk} linear key heads % tp {tp} != 0")
-    if g.nv % tp:
-        why.append(f"{g.nv} linear value heads % tp {tp} != 0")
+    why = [f"{heads} {name} % tp {tp} != 0" for name, heads, _ in g.rank_dims() if heads % tp]
     if not why and row_align > 1:
         for label, rows in (("q/k rows", g.nk * g.hk), ("v/z rows", g.nv * g.hv)):
             if (rows // tp) % row_align:
