@@ -190,3 +190,13 @@ def test_kda_refusals_name_the_reason(tmp_path):
     (src / "config.json").write_text(json.dumps({**config, "linear_attn_config": no_layers}))
     with pytest.raises(ConfigError, match="cannot be told from the full-attention ones"):
         make_plan(LocalSource(src), 3)
+
+
+def test_more_than_one_shared_expert_is_refused_in_kimi_linear(tmp_path):
+    """vLLM builds num_shared_experts x moe_intermediate_size as one MLP: padding it with the routed width would be
+    wrong for two, so hubpad refuses (Kimi-K3, with two, is planned only where the width needs no padding)."""
+    src = linear_models.build_kimi_linear(tmp_path / "upstream")
+    config = json.loads((src / "config.json").read_text())
+    (src / "config.json").write_text(json.dumps({**config, "num_shared_experts": 2}))
+    with pytest.raises(ConfigError, match="num_shared_experts 2 is not supported"):
+        make_plan(LocalSource(src), 3)

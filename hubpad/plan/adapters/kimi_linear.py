@@ -16,7 +16,7 @@ plan/kda.py for why every per-head tensor may grow at its end.
 from __future__ import annotations
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, L, Role, under
+from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, Adapter, L, Role, under
 from hubpad.plan.adapters.deepseek import _LATENT, _MLA, KimiK2Adapter
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.dims import EXPERT_TILE
@@ -48,6 +48,15 @@ class KimiLinearAdapter(KimiK2Adapter):
     def serving(self, config: dict) -> dict:
         out = serving(tool=self.tool_call_parser, features=())
         return {**out, "extra_args": list(self.extra_args)}
+
+    def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
+        """The shared expert is padded with the routed experts' width: exact only for one shared expert (vLLM builds
+        moe_intermediate_size x num_shared_experts)."""
+        shared = config.get("num_shared_experts", config.get("n_shared_experts"))
+        if shared not in (None, 0, 1):
+            raise ConfigError(f"config.json: num_shared_experts {shared} is not supported (the shared expert is padded "
+                              f"with the routed experts' width, which needs exactly one shared expert)")
+        return Adapter.intermediate_sizes(self, config)
 
 
 KIMI_LINEAR = KimiLinearAdapter(
@@ -97,7 +106,7 @@ class KimiK3Adapter(KimiLinearAdapter):
         return {**out, "extra_args": list(self.extra_args), "mm_encoder_tp_mode": "data"}
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
-        out = super().intermediate_sizes(config)
+        out = Adapter.intermediate_sizes(self, config)
         shared = int(config.get("num_shared_experts") or config.get("n_shared_experts") or 0)
         if shared and "expert" in out:
             out["shared"] = ((), out["expert"][1] * shared)  # vLLM: moe_intermediate_size x num_shared_experts
