@@ -77,8 +77,10 @@ def test_the_advisor_prices_the_linear_heads(checkpoints, name):
     print(cli("plan", checkpoints(name)).output)
 
 
-def test_kimi_k3_mxfp4_release_is_refused_with_the_reason(checkpoints):
-    result = cli("plan", checkpoints("moonshotai/Kimi-K3 (MXFP4 experts)"), "--tp", 3)
+def test_kimi_k3_mxfp4_release_is_refused_with_the_reason(tmp_path):
+    """Refused from config.json alone (its quantization_config), before any header is read."""
+    config, _ = MODELS["moonshotai/Kimi-K3 (MXFP4 experts)"]
+    result = cli("plan", write_checkpoint(tmp_path / "k3", config, [], n_shards=1, header_only=True), "--tp", 3)
     assert result.exit_code == 1
     assert "mxfp4-pack-quantized" in result.output and len(result.output.strip().splitlines()) == 1
 
