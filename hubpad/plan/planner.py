@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import gc
 import math
+import re
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
@@ -33,7 +34,7 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn
+from hubpad.plan import gdn, kda
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import _pad2d, fused_experts_op, tensor_op
@@ -127,7 +128,7 @@ def survey(source: Source) -> Survey:
     """Read config, index and headers, classify every tensor and check the config against the headers."""
     inputs = _read_inputs(source)
     shape = _shape(inputs.text, inputs.adapter)
-    modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim)
+    modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim, _linear_layers(inputs))
     _check_head_vectors(modules, shape.heads)
     distinct = modules.distinct()
     if modules.fused and "expert" not in shape.inter:
@@ -272,7 +273,8 @@ def _shape(config: dict, adapter: Adapter) -> _Shape:
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
     geometry = adapter.head_shape(config)
-    linear = gdn.Geometry.read(config) if adapter.linear_attention else None
+    family = kda.Geometry if adapter.linear_attention_family == "kda" else gdn.Geometry
+    linear = family.read(config) if adapter.linear_attention else None
     return _Shape(hidden, heads, kv, geometry.config_head_dim or geometry.widths["q"], adapter.intermediate_sizes(config),
                   geometry, linear)
 
@@ -298,7 +300,22 @@ _BY_FILE, _BY_START = attrgetter("src.file"), attrgetter("src.start")
 _DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
 
 
-def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantConfig, head_dim: int) -> _Modules:
+def _linear_layers(inputs: _Inputs) -> frozenset[int] | None:
+    """The layers whose names are linear attention, where a family shares names between its layer kinds (KDA)."""
+    if inputs.adapter.linear_attention_family != "kda":
+        return None
+    found = kda.layers(inputs.text)
+    if found is None:
+        raise ConfigError("config.json: no linear_attn_config.kda_layers or layer_types, so the Kimi Delta Attention "
+                          "layers cannot be told from the full-attention ones")
+    return found
+
+
+_LAYER = re.compile(r"\blayers\.(\d+)\.")
+
+
+def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantConfig, head_dim: int,
+              linear_layers: frozenset[int] | None = None) -> _Modules:
     """Group parameters by module and give each module a role and (when padded) a storage layout.
 
     Every tensor must be one the adapter knows: copying a tensor that should have been padded would publish
@@ -310,7 +327,8 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
     linear_attention = bool(adapter.linear_attention)
     for t in chain.from_iterable(map(_TENSORS, headers)):
         name = t.name
-        if linear_attention and (kind := adapter.linear_attention_kind(name)) is not None:
+        if linear_attention and (kind := adapter.linear_attention_kind(name)) is not None and (
+                linear_layers is None or ((n := _LAYER.search(name)) is not None and int(n[1]) in linear_layers)):
             m.plain[name] = t  # a GDN tensor: its recipe comes from plan/gdn.py, whatever its suffix
             m.linear[name] = kind
             continue
@@ -425,8 +443,7 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
         dims.append(Dim(f"{key.rsplit('_', 1)[-1]} kv heads", keys.get(key, ()), shape.heads // group,
                         h2 // group))
     if shape.linear is not None and linear2 is not None:
-        dims += [Dim("linear key heads", ("linear_num_key_heads",), shape.linear.nk, linear2.nk),
-                 Dim("linear value heads", ("linear_num_value_heads",), shape.linear.nv, linear2.nv)]
+        dims += [Dim(*d) for d in shape.linear.dims(linear2)]
     for group, (keys, size) in shape.inter.items():
         dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
     return dims
@@ -441,8 +458,12 @@ def _new_config(config: dict, dims: list[Dim], text_config: str | None = None) -
         target = merged[text_config] = dict(config[text_config])
     for d in dims:
         for k in d.config_keys:
-            if "." not in k:  # a dotted key names a nested value, which the adapter's padded_config writes
+            outer, _, inner = k.partition(".")
+            if not inner:
                 target[k] = d.after
+            elif isinstance(target.get(outer), dict) and inner in target[outer]:
+                target[outer] = {**target[outer], inner: d.after}  # a key of a sub-object (KDA's linear_attn_config)
+            # else a dotted key naming values deeper down (Gemma 4's per_layer_config): the adapter's padded_config
     return merged
 
 
@@ -478,7 +499,8 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
             plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], shape.hidden, shape.inter["expert"][1],
                                                       new_inter["expert"])))
         elif t.name in m.linear:
-            plans.append(_finish(t, *gdn.gdn_op(t, m.linear[t.name], shape.linear, linear2, shape.hidden, quant)))
+            op = kda.kda_op if isinstance(shape.linear, kda.Geometry) else gdn.gdn_op
+            plans.append(_finish(t, *op(t, m.linear[t.name], shape.linear, linear2, shape.hidden, quant)))
         else:
             plans.append(t)
     return plans
@@ -559,7 +581,7 @@ def _linear_rank_rows(before: gdn.Geometry | None, after: gdn.Geometry | None, t
     if before is None or after is None:
         return []
     rows = []
-    for dim, total, per in (("linear key heads", after.nk, after.hk), ("linear value heads", after.nv, after.hv)):
+    for dim, total, per in after.rank_dims():
         ok = total % tp == 0 and (total // tp * per) % align == 0
         rule = f"{total} % {tp} == 0" + (f", {total // tp} x {per} rows % {align} == 0" if align > 1 else "")
         rows.append({"dim": dim, "total": total, "per_rank": total // tp if total % tp == 0 else None, "ok": ok,

@@ -151,6 +151,10 @@ class Adapter:
     fused_experts: list[tuple[str, "FusedExperts"]] = field(default_factory=list)
     # Gated DeltaNet linear-attention tensors (Qwen3.5, Qwen3-Next): pattern -> plan/gdn.py kind.
     linear_attention: list[tuple[str, str]] = field(default_factory=list)
+    # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py) or "kda" (plan/kda.py, Kimi Delta
+    # Attention, whose layers share tensor names with the family's full-attention layers: only the layers
+    # `kda.layers(config)` lists are linear attention).
+    linear_attention_family: str = "gdn"
     # vLLM's MTP layer for the family projects to the hidden size column-parallel (Qwen3.5, Qwen3-Next `mtp.fc`):
     # MTP speculative decoding then needs hidden_size % TP == 0.
     mtp_fc_shards_hidden: bool = False
