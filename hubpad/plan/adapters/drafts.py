@@ -1,0 +1,102 @@
+"""Speculative-decoding draft models that run at their target's TP: EAGLE-3 drafts (vLLM's Eagle3LlamaForCausalLM and
+Eagle3Qwen3ForCausalLM), padded as their decoder layers are, and what vLLM needs to pair one with its target.
+
+vLLM builds a draft inside the target's workers with the target's tensor-parallel group (llama_eagle3.py,
+qwen3_eagle3.py; SpeculativeConfig takes draft_tensor_parallel_size = the target's, and 1 is refused for EAGLE-3
+at TP > 1 by the proposer), so a draft with 32 heads and 8 kv heads fails at TP=3 exactly as its target would. Per
+rank (read in vLLM 0.32's llama_eagle3.py / qwen3_eagle3.py / llama.py / qwen3.py):
+- `midlayer.self_attn.{q,k,v}_proj` (vLLM: one QKVParallelLinear over 2 x hidden inputs for layer 0, hidden for
+  later ones) shard rows by head, `o_proj` (RowParallelLinear) columns; `mlp.gate/up_proj` rows and `down_proj`
+  columns by neuron: padded as a Llama / Qwen3 decoder layer (whole GQA groups; zero rows and columns).
+- `fc` (ReplicatedLinear 3 x target_hidden -> hidden), every norm (`input_layernorm`, `hidden_norm`,
+  `post_attention_layernorm`, `norm`, Qwen3's per-head `q_norm`/`k_norm`, `input_norm`/`fc_norm` where present),
+  `d2t` (draft id -> target id offsets, an I64 vector), `t2d` (skipped by vLLM's loader) and `mask_hidden`
+  (P-EAGLE) are replicated or not sharded along any padded dim: copied byte for byte.
+- `lm_head` [draft_vocab, hidden] (ParallelLMHead) and `embed_tokens` [vocab, hidden] (VocabParallelEmbedding,
+  built even when the draft shares the target's) are vocab-parallel: the vocab plugin covers both sizes.
+- The draft's heads need not match the target's: they are the draft's own attention, padded for the same TP. Its
+  hidden size must be the target's (fc and the embeddings), which padding never changes.
+"""
+
+from __future__ import annotations
+
+from hubpad.plan.adapters.base import COPY_PARAMS, Adapter, Role
+
+# A draft's decoder layers: `midlayer.` (one layer, the published EAGLE-3 name) or `layers.N.` (several).
+D = r"^(?:midlayer|layers\.\d+)\."
+
+_ATTENTION = [
+    (D + r"self_attn\.q_proj$", Role("q")),
+    (D + r"self_attn\.[kv]_proj$", Role("kv")),
+    (D + r"self_attn\.o_proj$", Role("o")),
+]
+_MLP = [
+    (D + r"mlp\.(gate_proj|up_proj)$", Role("rows", "dense")),
+    (D + r"mlp\.down_proj$", Role("cols", "dense")),
+]
+_COPY_MODULES = [
+    r"^fc$", r"^norm$", r"^lm_head$", r"^embed_tokens$", r"^input_norm$", r"^fc_norm\.\d+$",
+    D + r"(input_layernorm|post_attention_layernorm|hidden_norm)$",
+]
+# Parameters without a linear layer: the vocab maps and P-EAGLE's mask vector (replicated or never loaded).
+_COPY_PARAMS = [r"^d2t$", r"^t2d$", r"^mask_hidden$", *COPY_PARAMS]
+
+# vLLM's registry names for each EAGLE-3 class (registry.py `_SPECULATIVE_DECODING_MODELS`)
+EAGLE3_LLAMA_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "PEagleDraftModel", "PeagleLlamaForCausalLM",
+                      "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM")
+EAGLE3_QWEN3_ARCHS = ("Eagle3Qwen3ForCausalLM", "PeagleQwen3ForCausalLM")
+
+
+class DraftAdapter(Adapter):
+    """A draft model: no parsers of its own (it is served inside its target's `vllm serve`); `draft_method` is the
+    speculative method vLLM runs it with."""
+
+    draft_method = "eagle3"
+
+    def serving(self, config: dict) -> dict:
+        return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": [],
+                "draft": {"method": self.draft_method}}
+
+    def vocab_sizes(self, config: dict) -> list[int]:
+        """The lm_head's draft vocab first (always loaded), then the embedding's vocab (built even when shared)."""
+        sizes = [config.get("draft_vocab_size"), config.get("vocab_size")]
+        return [int(s) for s in sizes if s]
+
+
+EAGLE3_LLAMA = DraftAdapter(
+    name="eagle3_llama", model_types=("llama",), architectures=EAGLE3_LLAMA_ARCHS,
+    linear_patterns=_ATTENTION + _MLP, copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
+    intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True, layers=D,
+)
+
+EAGLE3_QWEN3 = DraftAdapter(
+    name="eagle3_qwen3", model_types=("qwen3",), architectures=EAGLE3_QWEN3_ARCHS,
+    linear_patterns=_ATTENTION + _MLP, copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
+    intermediate_keys={"dense": ("intermediate_size",)}, per_head_norms=True, layers=D,
+)
+
+
+def draft_method(config: dict) -> str | None:
+    """The speculative method vLLM runs a checkpoint with as a draft ("eagle3", "dspark", "mtp"), from its config's
+    architectures as vLLM's SpeculativeConfig detects them; None: not a draft hubpad knows."""
+    archs = set(config.get("architectures") or [])
+    if archs & set(EAGLE3_LLAMA_ARCHS + EAGLE3_QWEN3_ARCHS):
+        return "eagle3"
+    if any("DSpark" in a for a in archs):
+        return "dspark"
+    if any(a.endswith(("MTP", "MTPModel")) for a in archs):
+        return "mtp"
+    return None
+
+
+def default_speculative_tokens(method: str, config: dict | None = None) -> int:
+    """Draft tokens per step for a card's --speculative-config: EAGLE-3 3 (the EAGLE authors' and vLLM's examples), an
+    MTP head its number of layers (at least 1), DSpark one block less its last position (vLLM's DSpark drafts a
+    block of `block_size`; 3 when the config has none)."""
+    config = config or {}
+    if method == "mtp":
+        return int(config.get("num_nextn_predict_layers") or config.get("mtp_num_hidden_layers") or 1)
+    if method == "dspark":
+        block = (config.get("dspark_config") or {}).get("block_size") or config.get("block_size")
+        return int(block) - 1 if block and int(block) > 1 else 3
+    return 3

@@ -1,0 +1,198 @@
+"""EAGLE-3 draft models: padded exactly for their target's TP, and paired with it in the cards.
+
+The float64 proof runs vLLM's Eagle3 draft forward (tests/draft_models.py: fc over the target's aux hidden states,
+[input_layernorm(embedding) | hidden_norm(fc)] into the decoder layer, the final norm, the draft-vocab head and the
+d2t scatter) around transformers' own LlamaDecoderLayer / Qwen3DecoderLayer (Mistral's for a relabelled padded
+Llama draft), on the published tensor names (`midlayer.*`, `fc`, `d2t`, `t2d`), original and padded.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from hubpad.errors import ConfigError
+from hubpad.plan.planner import make_plan
+from hubpad.source.local import LocalSource
+from tests.draft_models import build_eagle3, eagle3_config, eagle3_forward
+from tests.helpers import cli
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def _inputs(cfg: dict, n: int = 9, seed: int = 5):
+    g = torch.Generator().manual_seed(seed)
+    hidden = cfg["hidden_size"]
+    return (torch.randn(n, hidden, generator=g, dtype=torch.float64),
+            torch.randn(n, 3 * (cfg.get("target_hidden_size") or hidden), generator=g, dtype=torch.float64))
+
+
+def _mirror(src, dst, tp, *extra):
+    result = cli("mirror", src, "--tp", tp, "--to", dst, *extra)
+    assert result.exit_code == 0, result.output
+    result = cli("verify", src, dst)
+    assert result.exit_code == 0, result.output
+    return json.loads((dst / "config.json").read_text())
+
+
+def _assert_same_draft(src, dst, label: str) -> float:
+    cfg = json.loads((src / "config.json").read_text())
+    embeds, aux = _inputs(cfg)
+    a, b = eagle3_forward(src, embeds, aux), eagle3_forward(dst, embeds, aux)
+    drafted = torch.isfinite(a)
+    assert torch.equal(drafted, torch.isfinite(b)), f"{label}: the d2t scatter differs"
+    delta = (a[drafted] - b[drafted]).abs().max().item()
+    print(f"{label}: max |Δ| = {delta:.3g} (logits up to {a[drafted].abs().max().item():.3g})")
+    assert delta <= 1e-12 * a[drafted].abs().max().item(), f"{label}: max |Δ| = {delta}"
+    return delta
+
+
+def _tensor(path, name):
+    for f in sorted(path.glob("*.safetensors")):
+        with safe_open(f, "pt") as h:
+            if name in h.keys():
+                return h.get_tensor(name)
+    raise KeyError(name)
+
+
+# Llama 4 heads / 2 kv of 16 on hidden 64 (6 / 3 at TP 3 and 6: hidden % 6 != 0, so the Llama draft is relabelled),
+# a 2-layer Llama draft (`layers.N.`), a Qwen3 draft (per-head q/k norms), one with its own embedding and a draft vocab
+# equal to the target's (no d2t), and one whose fc reads a wider target (target_hidden_size).
+CASES = {
+    "llama": dict(kind="llama"),
+    "llama-2-layers": dict(kind="llama", layers=2),
+    "qwen3": dict(kind="qwen3"),
+    "llama-full-vocab": dict(kind="llama", draft_vocab=None, embed=True),
+    "qwen3-wide-target": dict(kind="qwen3", target_hidden=96),
+}
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+@pytest.mark.parametrize("case", list(CASES))
+def test_padded_eagle3_draft_drafts_as_the_original(tmp_path, case, tp):
+    opts = dict(CASES[case])
+    kind, embed = opts.pop("kind"), opts.pop("embed", False)
+    cfg = eagle3_config(kind, **opts)
+    src = build_eagle3(tmp_path / "src", cfg, embed=embed)
+    dst = tmp_path / f"tp{tp}"
+    new = _mirror(src, dst, tp)
+    assert (new["num_attention_heads"], new["num_key_value_heads"], new["head_dim"]) == (6, 3, 16)
+    assert new["architectures"] == cfg["architectures"]  # vLLM picks the Eagle3 class by it
+    assert new["model_type"] == ("mistral" if kind == "llama" else kind)
+    for name in ("fc.weight", "norm.weight", "lm_head.weight", "d2t", "t2d"):  # replicated: byte for byte
+        if name in ("d2t", "t2d") and opts.get("draft_vocab", 48) is None:
+            continue
+        assert torch.equal(_tensor(src, name), _tensor(dst, name)), name
+    manifest = json.loads((dst / "hubpad.json").read_text())
+    assert manifest["serving"]["draft"] == {"method": "eagle3", "num_speculative_tokens": 3}
+    _assert_same_draft(src, dst, f"{case} TP={tp}")
+
+
+def test_a_nonzero_pad_is_caught(tmp_path):
+    """The comparison has teeth: padded heads placed other than at the end of their GQA layout (q_proj's zero head
+    first, each real head one place later, so it meets another kv head) change the draft's logits. (A single nonzero
+    pad value is inert on its own: a padded head's q, k, v and o are all zero, so one of them alone writes nothing.)"""
+    from safetensors.torch import load_file, save_file
+
+    src = build_eagle3(tmp_path / "src", eagle3_config("llama"))
+    dst = tmp_path / "tp3"
+    _mirror(src, dst, 3)
+    shard = next(dst.glob("*.safetensors"))
+    tensors = load_file(shard)
+    q = tensors["midlayer.self_attn.q_proj.weight"]
+    tensors["midlayer.self_attn.q_proj.weight"] = torch.roll(q, 16, dims=0)  # one head (16 rows) later
+    save_file(tensors, shard, metadata={"format": "pt"})
+    with pytest.raises(AssertionError, match="max"):
+        _assert_same_draft(src, dst, "corrupted pad")
+
+
+def test_draft_config_refusals_name_the_reason(tmp_path):
+    """What the relabelled label cannot express is refused in one line, never dropped."""
+    src = build_eagle3(tmp_path / "src", eagle3_config("llama", attention_bias=True))
+    with pytest.raises(ConfigError, match="attention_bias"):
+        make_plan(LocalSource(src), 3)
+
+
+def test_a_non_draft_llama_is_not_taken_for_one(tmp_path):
+    """Drafts share their decoder's model_type: only their architectures tell them apart (a Llama stays a Llama)."""
+    from hubpad.plan.adapters import adapter_for
+
+    assert adapter_for({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}).name == "llama"
+    assert adapter_for({"model_type": "llama", "architectures": ["LlamaForCausalLMEagle3"]}).name == "eagle3_llama"
+    assert adapter_for({"model_type": "qwen3", "architectures": ["Eagle3Qwen3ForCausalLM"]}).name == "eagle3_qwen3"
+
+
+def test_vocab_plugin_covers_the_draft_vocab(tmp_path):
+    """lm_head holds draft_vocab_size rows, embed_tokens vocab_size: the plan reports the one that needs the plugin."""
+    src = build_eagle3(tmp_path / "src", eagle3_config("llama", vocab=192, draft_vocab=64))  # 192 % 3 == 0, 64 not
+    vocab = make_plan(LocalSource(src), 3).vocab
+    assert (vocab["size"], vocab["patch_needed"], vocab["patched_size"]) == (64, True, 192)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Pairing: the draft's card names its padded target; the target's serve command carries --speculative-config.
+
+
+def _serve_block(card: str) -> str:
+    i = card.index("```bash\nvllm serve")
+    return card[i:card.index("```", i + 8)]
+
+
+def test_cli_pairs_a_draft_with_its_target(tmp_path):
+    from tests import serve_models
+
+    draft = build_eagle3(tmp_path / "draft", eagle3_config("llama"))
+    padded_draft = tmp_path / "draft-tp3"
+    _mirror(draft, padded_draft, 3, "--draft-for", "alice/Llama-TP3")
+    card = (padded_draft / "README.md").read_text()
+    assert "speculative-decoding draft" in card and "alice/Llama-TP3" in card
+    serve = _serve_block(card)
+    assert serve.startswith("```bash\nvllm serve alice/Llama-TP3 --tensor-parallel-size 3")
+    assert '"method": "eagle3"' in serve and '"num_speculative_tokens": 3' in serve
+    manifest = json.loads((padded_draft / "hubpad.json").read_text())
+    assert manifest["serving"]["draft"] == {"method": "eagle3", "target": "alice/Llama-TP3",
+                                            "num_speculative_tokens": 3}
+
+    target = serve_models.build("llama", tmp_path / "target")
+    padded_target = tmp_path / "target-tp3"
+    _mirror(target, padded_target, 3, "--draft", padded_draft, "--num-speculative-tokens", 4)
+    serve = _serve_block((padded_target / "README.md").read_text())
+    spec = json.loads(serve.split("--speculative-config '")[1].split("'")[0])
+    assert spec == {"method": "eagle3", "model": str(padded_draft), "num_speculative_tokens": 4}
+
+
+def test_pairing_refusals(tmp_path):
+    from tests import serve_models
+
+    target = serve_models.build("llama", tmp_path / "target")
+    result = cli("mirror", target, "--tp", 3, "--to", tmp_path / "a", "--draft-for", "alice/X-TP3")
+    assert result.exit_code == 1 and "--draft-for: llama is not a speculative-decoding draft" in result.output
+    result = cli("mirror", target, "--tp", 3, "--to", tmp_path / "b", "--draft", target)
+    assert result.exit_code == 1 and "names no speculative-decoding draft" in result.output
+
+
+def test_mirrors_file_pairs_draft_entries_with_their_target(tmp_path):
+    from tests import serve_models
+
+    target = serve_models.build("llama", tmp_path / "target")
+    draft = build_eagle3(tmp_path / "draft", eagle3_config("llama"))
+    (tmp_path / "hubpad.yaml").write_text(
+        "defaults: {tp: 3}\n"
+        "mirrors:\n"
+        "  - upstream: ./target\n    target: ./out/target-tp3\n"
+        "  - upstream: ./draft\n    target: ./out/draft-tp3\n    draft_for: ./target\n")
+    config = tmp_path / "hubpad.yaml"
+    result = cli("mirror", target, "--config", config)
+    assert result.exit_code == 0, result.output
+    serve = _serve_block((tmp_path / "out/target-tp3/README.md").read_text())
+    spec = json.loads(serve.split("--speculative-config '")[1].split("'")[0])
+    # the draft is read from its upstream (not mirrored yet): the method is its config's
+    assert spec == {"method": "eagle3", "model": str((tmp_path / "out/draft-tp3").resolve()),
+                    "num_speculative_tokens": 3}
+    result = cli("mirror", draft, "--config", config)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "out/draft-tp3/hubpad.json").read_text())
+    assert manifest["serving"]["draft"]["target"] == str((tmp_path / "out/target-tp3").resolve())
