@@ -248,3 +248,109 @@ def build_serving_draft(path: Path, target: Path, draft_vocab: int = 384, seed: 
               path / "model.safetensors", metadata={"format": "pt"})
     (path / "config.json").write_text(json.dumps(cfg, indent=2))
     return path
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Qwen3 DSpark drafts (vLLM qwen3_dspark.py over qwen3_dflash.py), in the names vLLM's loader reads: `layers.N.` Qwen3
+# decoder layers, fc / hidden_norm over the target's aux hidden states, norm, lm_head, embed_tokens, the Markov head
+# (`markov_head.markov_w1` [vocab, r], `markov_head.markov_w2` [draft_vocab, r]), the confidence head
+# (`confidence_head.proj`), `mask_embedding` and, with dflash_config.attention_sink_bias, a per-head sink bias per layer.
+
+
+def dspark_config(*, hidden: int = 64, heads: int = 4, kv: int = 2, head_dim: int = 16, intermediate: int = 96,
+                  layers: int = 2, vocab: int = 96, markov_rank: int = 8, block_size: int = 4,
+                  sinks: bool = False, architecture: str = "DSparkDraftModel") -> dict:
+    return {"architectures": [architecture], "model_type": "qwen3", "hidden_size": hidden,
+            "num_attention_heads": heads, "num_key_value_heads": kv, "head_dim": head_dim,
+            "intermediate_size": intermediate, "num_hidden_layers": layers, "vocab_size": vocab,
+            "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "hidden_act": "silu", "tie_word_embeddings": False,
+            "rope_theta": 10000.0, "attention_bias": False, "markov_rank": markov_rank, "block_size": block_size,
+            "enable_confidence_head": True, "confidence_head_with_markov": True,
+            "dflash_config": {"mask_token_id": vocab - 1, "target_layer_ids": [0, 1, 2], "causal": False,
+                              "attention_sink_bias": sinks}}
+
+
+def dspark_tensors(cfg: dict, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    h, nh, nkv, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    inter, vocab, r = cfg["intermediate_size"], cfg["vocab_size"], cfg["markov_rank"]
+
+    def w(*shape):
+        return torch.randn(shape, generator=g, dtype=torch.float64) * 0.3
+
+    def norm(n):
+        return 1 + torch.randn((n,), generator=g, dtype=torch.float64) * 0.3
+
+    t = {"fc.weight": w(h, 3 * h), "hidden_norm.weight": norm(h), "norm.weight": norm(h), "lm_head.weight": w(vocab, h),
+         "embed_tokens.weight": w(vocab, h), "markov_head.markov_w1.weight": w(vocab, r),
+         "markov_head.markov_w2.weight": w(vocab, r), "confidence_head.proj.weight": w(1, h + r).float(),
+         "confidence_head.proj.bias": w(1).float(), "mask_embedding": w(h)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"layers.{i}."
+        t.update({p + "input_layernorm.weight": norm(h), p + "post_attention_layernorm.weight": norm(h),
+                  p + "self_attn.q_proj.weight": w(nh * hd, h), p + "self_attn.k_proj.weight": w(nkv * hd, h),
+                  p + "self_attn.v_proj.weight": w(nkv * hd, h), p + "self_attn.o_proj.weight": w(h, nh * hd),
+                  p + "self_attn.q_norm.weight": norm(hd), p + "self_attn.k_norm.weight": norm(hd),
+                  p + "mlp.gate_proj.weight": w(inter, h), p + "mlp.up_proj.weight": w(inter, h),
+                  p + "mlp.down_proj.weight": w(h, inter)})
+        if cfg["dflash_config"].get("attention_sink_bias"):
+            t[p + "self_attn.attention_sink_bias"] = w(nh) * 3
+    return t
+
+
+def build_dspark(path: Path, cfg: dict, seed: int = 0) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    save_file(dspark_tensors(cfg, seed), path / "model.safetensors", metadata={"format": "pt"})
+    (path / "config.json").write_text(json.dumps(cfg, indent=2))
+    return path
+
+
+def dspark_forward(path: Path, aux: torch.Tensor, block: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
+    """Draft logits (base logits + the Markov bias of `prev` tokens) of the DSpark draft at `path` in float64, as
+    vLLM's DFlash backbone computes them: the context's K/V from each layer's k/v_proj over hidden_norm(fc(aux))
+    (aux: [C, 3 x hidden], positions 0..C-1), the block's embeddings [B, hidden] (positions C..C+B-1) through the
+    Qwen3 layers, each block query attending to every context and block position (no causal mask), with the per-head
+    sink bias where the draft has one; transformers' Qwen3DecoderLayer modules do every projection and norm."""
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, apply_rotary_pos_emb
+
+    cfg = json.loads((path / "config.json").read_text())
+    t = {k: v.to(torch.float64) for f in sorted(path.glob("*.safetensors")) for k, v in load_file(f).items()}
+    c = _layer_config({k: v for k, v in cfg.items() if k not in ("markov_rank", "block_size", "dflash_config",
+                                                                  "enable_confidence_head",
+                                                                  "confidence_head_with_markov")})
+    eps, hd, nh, nkv = cfg["rms_norm_eps"], cfg["head_dim"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    rope = transformers.models.llama.modeling_llama.LlamaRotaryEmbedding(c).to(torch.float64)
+    C, B = aux.shape[0], block.shape[0]
+    ctx = _rms(aux.to(torch.float64) @ t["fc.weight"].T, t["hidden_norm.weight"], eps)
+    cos, sin = rope(ctx[None], torch.arange(C + B)[None])
+    x, residual = block.to(torch.float64), None
+    with torch.no_grad():
+        for i in range(cfg["num_hidden_layers"]):
+            p = f"layers.{i}."
+            layer = Qwen3DecoderLayer(c, layer_idx=i).to(torch.float64).eval()
+            layer.load_state_dict({k[len(p):]: v for k, v in t.items()
+                                   if k.startswith(p) and not k.endswith("attention_sink_bias")}, strict=True)
+            if residual is None:
+                residual, h = x, layer.input_layernorm(x)
+            else:
+                residual = x + residual
+                h = layer.input_layernorm(residual)
+            a = layer.self_attn
+            both = torch.cat([ctx, h])  # keys and values: the context's, then the block's
+            q = a.q_norm(a.q_proj(h).view(B, nh, hd)).transpose(0, 1)[None]
+            k = a.k_norm(a.k_proj(both).view(C + B, nkv, hd)).transpose(0, 1)[None]
+            v = a.v_proj(both).view(C + B, nkv, hd).transpose(0, 1)
+            q, _ = apply_rotary_pos_emb(q, q, cos[:, C:], sin[:, C:])
+            _, k = apply_rotary_pos_emb(k, k, cos, sin)
+            k, v = k[0].repeat_interleave(nh // nkv, 0), v.repeat_interleave(nh // nkv, 0)
+            scores = q[0] @ k.transpose(1, 2) * hd ** -0.5  # [heads, B, C + B], no mask
+            sink = t.get(p + "self_attn.attention_sink_bias")
+            if sink is not None:
+                scores = torch.cat([scores, sink[:, None, None].expand(nh, B, 1)], -1)
+            probs = scores.softmax(-1)[..., :C + B]
+            out = a.o_proj((probs @ v).transpose(0, 1).reshape(B, nh * hd))
+            residual = out + residual
+            x = layer.mlp(layer.post_attention_layernorm(residual))
+        final = _rms(x + residual, t["norm.weight"], eps)
+    markov = t["markov_head.markov_w1.weight"][prev] @ t["markov_head.markov_w2.weight"].T
+    return final @ t["lm_head.weight"].T + markov

@@ -196,3 +196,37 @@ def test_mirrors_file_pairs_draft_entries_with_their_target(tmp_path):
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "out/draft-tp3/hubpad.json").read_text())
     assert manifest["serving"]["draft"]["target"] == str((tmp_path / "out/target-tp3").resolve())
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Qwen3 DSpark drafts: a Qwen3 stack that attends to the context's K/V without a causal mask, a Markov head, sinks.
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+@pytest.mark.parametrize("sinks", [False, True], ids=["plain", "sinks"])
+def test_padded_dspark_draft_drafts_as_the_original(tmp_path, sinks, tp):
+    from tests.draft_models import build_dspark, dspark_config, dspark_forward
+
+    cfg = dspark_config(sinks=sinks)
+    src = build_dspark(tmp_path / "src", cfg)
+    dst = tmp_path / f"tp{tp}"
+    new = _mirror(src, dst, tp)
+    assert (new["model_type"], new["architectures"]) == ("qwen3", ["DSparkDraftModel"])
+    assert (new["num_attention_heads"], new["num_key_value_heads"]) == (6, 3)
+    for name in ("fc.weight", "hidden_norm.weight", "markov_head.markov_w1.weight", "markov_head.markov_w2.weight",
+                 "confidence_head.proj.weight", "confidence_head.proj.bias", "mask_embedding", "lm_head.weight"):
+        assert torch.equal(_tensor(src, name), _tensor(dst, name)), name
+    if sinks:
+        sink = _tensor(dst, "layers.0.self_attn.attention_sink_bias")
+        assert torch.equal(sink[:4], _tensor(src, "layers.0.self_attn.attention_sink_bias")) and not sink[4:].any()
+    manifest = json.loads((dst / "hubpad.json").read_text())
+    assert manifest["serving"]["draft"] == {"method": "dspark", "num_speculative_tokens": 4}  # its block size
+    g = torch.Generator().manual_seed(3)
+    aux, block = torch.randn(6, 192, generator=g, dtype=torch.float64), torch.randn(4, 64, generator=g,
+                                                                                   dtype=torch.float64)
+    prev = torch.randint(0, 96, (4,), generator=g)
+    a, b = dspark_forward(src, aux, block, prev), dspark_forward(dst, aux, block, prev)
+    delta = (a - b).abs().max().item()
+    print(f"dspark {'sinks' if sinks else 'plain'} TP={tp}: max |Δ| = {delta:.3g} (logits up to "
+          f"{a.abs().max().item():.3g})")
+    assert delta <= 1e-12 * a.abs().max().item()

@@ -1,5 +1,6 @@
 """Speculative-decoding draft models that run at their target's TP: EAGLE-3 drafts (vLLM's Eagle3LlamaForCausalLM and
-Eagle3Qwen3ForCausalLM), padded as their decoder layers are, and what vLLM needs to pair one with its target.
+Eagle3Qwen3ForCausalLM) and Qwen3 DSpark drafts (Qwen3DSparkForCausalLM), padded as their decoder layers are, and
+what vLLM needs to pair one with its target (the speculative method and its default number of draft tokens).
 
 vLLM builds a draft inside the target's workers with the target's tensor-parallel group (llama_eagle3.py,
 qwen3_eagle3.py; SpeculativeConfig takes draft_tensor_parallel_size = the target's, and 1 is refused for EAGLE-3
@@ -69,6 +70,31 @@ EAGLE3_LLAMA = DraftAdapter(
     intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True, layers=D,
 )
 
+class DSparkAdapter(DraftAdapter):
+    draft_method = "dspark"
+
+
+# Qwen3 DSpark (vLLM 0.32 qwen3_dspark.py over qwen3_dflash.py): a Qwen3 decoder stack `layers.N.` whose layers take
+# hidden-size inputs; the context's K/V come from each layer's own k/v_proj over hidden_norm(fc(target hidden
+# states)) (DFlashQwen3Model._project_context_kv, per rank), the block's queries attend to them without a causal mask.
+# Head-sharded: q/k/v/o and the optional per-head `attention_sink_bias` (DFlash's loader gives each rank
+# heads / tp of it: padded with zeros, inert as the padded head's v and o are zero). Replicated: fc, hidden_norm,
+# norm, the Markov head (markov_w1 an nn.Embedding, markov_w2 a ParallelLMHead with disable_tp), the confidence
+# head (ReplicatedLinear), d2t/t2d, mask_embedding. lm_head and embed_tokens (optional) are vocab-parallel.
+QWEN3_DSPARK_ARCHS = ("Qwen3DSparkModel", "DSparkDraftModel")  # DSparkDraftModel with model_type qwen3 (speculative.py)
+_DSPARK_COPY_MODULES = [
+    r"^fc$", r"^hidden_norm$", r"^norm$", r"^lm_head$", r"^embed_tokens$", r"^markov_head\.markov_w[12]$",
+    r"^confidence_head\.proj$", D + r"(input_layernorm|post_attention_layernorm)$",
+]
+_DSPARK_COPY_PARAMS = [r"^d2t$", r"^t2d$", r"^mask_embedding$", *COPY_PARAMS]
+
+QWEN3_DSPARK = DSparkAdapter(
+    name="dspark_qwen3", model_types=("qwen3",), architectures=QWEN3_DSPARK_ARCHS,
+    linear_patterns=_ATTENTION + _MLP, copy_modules=_DSPARK_COPY_MODULES, copy_params=_DSPARK_COPY_PARAMS,
+    head_vectors=[D + r"self_attn\.attention_sink_bias$"],
+    intermediate_keys={"dense": ("intermediate_size",)}, per_head_norms=True, layers=D,
+)
+
 EAGLE3_QWEN3 = DraftAdapter(
     name="eagle3_qwen3", model_types=("qwen3",), architectures=EAGLE3_QWEN3_ARCHS,
     linear_patterns=_ATTENTION + _MLP, copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
@@ -80,7 +106,7 @@ def draft_method(config: dict) -> str | None:
     """The speculative method vLLM runs a checkpoint with as a draft ("eagle3", "dspark", "mtp"), from its config's
     architectures as vLLM's SpeculativeConfig detects them; None: not a draft hubpad knows."""
     archs = set(config.get("architectures") or [])
-    if archs & set(EAGLE3_LLAMA_ARCHS + EAGLE3_QWEN3_ARCHS):
+    if archs & set(EAGLE3_LLAMA_ARCHS + EAGLE3_QWEN3_ARCHS):  # (a Qwen3 DSpark's DSparkDraftModel: below)
         return "eagle3"
     if any("DSpark" in a for a in archs):
         return "dspark"
@@ -90,13 +116,13 @@ def draft_method(config: dict) -> str | None:
 
 
 def default_speculative_tokens(method: str, config: dict | None = None) -> int:
-    """Draft tokens per step for a card's --speculative-config: EAGLE-3 3 (the EAGLE authors' and vLLM's examples), an
-    MTP head its number of layers (at least 1), DSpark one block less its last position (vLLM's DSpark drafts a
-    block of `block_size`; 3 when the config has none)."""
+    """Draft tokens per step for a card's --speculative-config: EAGLE-3 3 (vLLM's and the EAGLE authors' examples);
+    DSpark its block size (vLLM's own default for the method: config block_size or dspark_block_size; Qwen3-Omni
+    DSpark requires exactly that); an MTP head its number of layers (at least 1)."""
     config = config or {}
     if method == "mtp":
         return int(config.get("num_nextn_predict_layers") or config.get("mtp_num_hidden_layers") or 1)
     if method == "dspark":
-        block = (config.get("dspark_config") or {}).get("block_size") or config.get("block_size")
-        return int(block) - 1 if block and int(block) > 1 else 3
+        block = config.get("block_size") or config.get("dspark_block_size")
+        return int(block) if block else 3
     return 3
