@@ -70,8 +70,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("tp", [3, 6])
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case, tp", [(c, 3) for c in CASES] + [("llama", 6), ("qwen3", 6)])
 def test_padded_eagle3_draft_drafts_as_the_original(tmp_path, case, tp):
     opts = dict(CASES[case])
     kind, embed = opts.pop("kind"), opts.pop("embed", False)
@@ -230,3 +229,39 @@ def test_padded_dspark_draft_drafts_as_the_original(tmp_path, sinks, tp):
     print(f"dspark {'sinks' if sinks else 'plain'} TP={tp}: max |Δ| = {delta:.3g} (logits up to "
           f"{a.abs().max().item():.3g})")
     assert delta <= 1e-12 * a.abs().max().item()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A standalone MTP repo (as SGLang's NextN export makes one: the target's config with architectures
+# DeepseekV3ForCausalLMNextN and the model.layers.<num_hidden_layers>.* tensors alone, here in model.safetensors) pads
+# to exactly the bytes of the full target's padded MTP layer (whose exactness test_mla.py and test_serve_mtp.py prove).
+
+
+@pytest.mark.parametrize("tp", [3])  # TP=6 plans the same layer with the same code (test_mla.py covers it)
+def test_standalone_mtp_repo_pads_as_the_targets_mtp_layer(tmp_path, tp):
+    from safetensors.torch import load_file, save_file
+
+    from tests.test_mla import _build
+
+    _, full = _build(tmp_path)
+    config = json.loads((full / "config.json").read_text())
+    n = config["num_hidden_layers"]
+    mtp = tmp_path / "nextn"
+    mtp.mkdir()
+    tensors = {k: v for f in full.glob("*.safetensors") for k, v in load_file(f).items()
+               if k.startswith(f"model.layers.{n}.")}
+    save_file(tensors, mtp / "model.safetensors", metadata={"format": "pt"})
+    (mtp / "config.json").write_text(json.dumps({**config, "architectures": ["DeepseekV3ForCausalLMNextN"]}))
+    _mirror(full, tmp_path / "full-tp", tp)
+    new = _mirror(mtp, tmp_path / "nextn-tp", tp)
+    padded = {k: v for f in (tmp_path / "full-tp").glob("*.safetensors") for k, v in load_file(f).items()}
+    alone = {k: v for f in (tmp_path / "nextn-tp").glob("*.safetensors") for k, v in load_file(f).items()}
+    assert set(alone) == set(tensors)
+    for name, t in alone.items():
+        assert torch.equal(t, padded[name]), name
+    assert new["num_attention_heads"] == json.loads((tmp_path / "full-tp/config.json").read_text())[
+        "num_attention_heads"]
+    serving = json.loads((tmp_path / "nextn-tp/hubpad.json").read_text())["serving"]
+    assert (serving["speculative_config"], serving["draft"]) == (None, {"method": "mtp", "num_speculative_tokens": 1})
+    card = (tmp_path / "nextn-tp/README.md").read_text()
+    assert '"method": "mtp"' in _serve_block(card)

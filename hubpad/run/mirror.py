@@ -18,7 +18,7 @@ from typing import ContextManager, Protocol
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.manifest import dumps, is_fresh
 from hubpad.formats.names import INDEX, MANIFEST
-from hubpad.plan.adapters.drafts import default_speculative_tokens
+from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
 from hubpad.plan.adapters.vllm import min_vllm
 from hubpad.plan.model import Plan, ShardPlan
 from hubpad.plan.vllm_route import route_flags
@@ -354,6 +354,9 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
         serving["extra_args"] = [*serving.get("extra_args", []), "--moe-backend", "marlin"]
         features.append("flag:moe-backend-marlin")
     serving["min_vllm"] = min_vllm(features)
+    method = draft_method(plan.config)
+    if method and not serving.get("draft"):  # a draft repo of a family's own layers (an MTP-only repo): no model alone
+        serving.update(speculative_config=None, draft={"method": method})
     overrides = dict(overrides or {})
     if "draft" in overrides:  # a draft's pairing (--draft-for): merged into what the adapter says of the draft
         if not serving.get("draft"):

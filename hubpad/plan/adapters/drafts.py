@@ -110,7 +110,9 @@ def draft_method(config: dict) -> str | None:
         return "eagle3"
     if any("DSpark" in a for a in archs):
         return "dspark"
-    if any(a.endswith(("MTP", "MTPModel")) for a in archs):
+    # a repo holding only a model's MTP layers: SGLang's NextN export (the target's config, architectures
+    # <Arch>ForCausalLMNextN, the model.layers.<num_hidden_layers>.* tensors alone), or an <Arch>MTP label
+    if any(a.endswith(("MTP", "MTPModel", "NextN")) for a in archs):
         return "mtp"
     return None
 
