@@ -265,3 +265,24 @@ def test_standalone_mtp_repo_pads_as_the_targets_mtp_layer(tmp_path, tp):
     assert (serving["speculative_config"], serving["draft"]) == (None, {"method": "mtp", "num_speculative_tokens": 1})
     card = (tmp_path / "nextn-tp/README.md").read_text()
     assert '"method": "mtp"' in _serve_block(card)
+
+
+def test_advisor_says_the_draft_keeps_its_architecture(tmp_path):
+    src = build_eagle3(tmp_path / "src", eagle3_config("llama"))
+    result = cli("plan", src)
+    assert result.exit_code == 0, result.output
+    assert "as model_type mistral" in result.output and "Eagle3LlamaForCausalLM" in result.output
+
+
+def test_mirrors_file_draft_for_must_name_one_entry(tmp_path):
+    from hubpad.errors import HubpadError
+    from hubpad.formats.mirrors_file import load_mirrors, pairing
+
+    config = tmp_path / "hubpad.yaml"
+    config.write_text("mirrors:\n  - {upstream: org/target, tp: 3}\n  - {upstream: org/draft, tp: 6, draft_for: org/target}\n"
+                      "  - {upstream: org/draft2, tp: 3, draft_for: org/target}\n")
+    specs = load_mirrors(config, namespace="alice")
+    with pytest.raises(HubpadError, match="draft_for 'org/target' names no mirror entry with tp 6"):
+        pairing(specs, specs[1], "alice")
+    assert pairing(specs, specs[2], "alice") == ("alice/target-TP3", [])
+    assert pairing(specs, specs[0], "alice") == (None, [specs[2]])
