@@ -286,3 +286,47 @@ def test_mirrors_file_draft_for_must_name_one_entry(tmp_path):
         pairing(specs, specs[1], "alice")
     assert pairing(specs, specs[2], "alice") == ("alice/target-TP3", [])
     assert pairing(specs, specs[0], "alice") == (None, [specs[2]])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Published layouts, planned header-only at full scale (sparse files).
+# - A LlamaForCausalLMEagle3 draft of Qwen3.5-9B with the 15 tensors and shapes a public loader's notes list for it
+#   (midlayer q_proj [4096, 8192], k/v_proj [1024, 8192], o_proj [4096, 4096], MLP 12288, fc [4096, 12288], lm_head
+#   [32000, 4096], d2t I64 [32000], t2d BOOL [248320]); head_dim 128 follows from the shapes, rms_norm_eps and rope
+#   keys are the usual ones (not confirmed offline).
+# - A 64-head / 4-kv EAGLE-3 draft layer with the target's attention (hidden 4096, head_dim 128; Qwen3-235B-A22B's
+#   shape; the public report of a 64 -> 96 head padding gives no config): TP=3 pads it to 96 heads / 6 kv.
+
+
+def _eagle3_layout(h, heads, kv, hd, inter, vocab, draft_vocab):
+    return [("midlayer.input_layernorm.weight", "BF16", (h,)), ("midlayer.hidden_norm.weight", "BF16", (h,)),
+            ("midlayer.post_attention_layernorm.weight", "BF16", (h,)),
+            ("midlayer.self_attn.q_proj.weight", "BF16", (heads * hd, 2 * h)),
+            ("midlayer.self_attn.k_proj.weight", "BF16", (kv * hd, 2 * h)),
+            ("midlayer.self_attn.v_proj.weight", "BF16", (kv * hd, 2 * h)),
+            ("midlayer.self_attn.o_proj.weight", "BF16", (h, heads * hd)),
+            ("midlayer.mlp.gate_proj.weight", "BF16", (inter, h)), ("midlayer.mlp.up_proj.weight", "BF16", (inter, h)),
+            ("midlayer.mlp.down_proj.weight", "BF16", (h, inter)), ("fc.weight", "BF16", (h, 3 * h)),
+            ("norm.weight", "BF16", (h,)), ("lm_head.weight", "BF16", (draft_vocab, h)), ("d2t", "I64", (draft_vocab,)),
+            ("t2d", "BOOL", (vocab,))]
+
+
+@pytest.mark.parametrize("name, dims, tp, after", [
+    ("qwen3.5-9b-eagle3", (4096, 32, 8, 128, 12288, 248320, 32000), 3, (36, 9, 12288)),
+    ("qwen3.5-9b-eagle3", (4096, 32, 8, 128, 12288, 248320, 32000), 6, (48, 12, 12288)),
+    ("64-head-eagle3", (4096, 64, 4, 128, 12288, 151936, 32000), 3, (96, 6, 12288)),
+    ("64-head-eagle3", (4096, 64, 4, 128, 12288, 151936, 32000), 6, (96, 6, 12288)),
+])
+def test_published_eagle3_layouts_plan(tmp_path, name, dims, tp, after):
+    from hubpad.testing import write_checkpoint
+
+    h, heads, kv, hd, inter, vocab, draft_vocab = dims
+    cfg = eagle3_config("llama", hidden=h, heads=heads, kv=kv, head_dim=hd, intermediate=inter, vocab=vocab,
+                        draft_vocab=draft_vocab)
+    src = write_checkpoint(tmp_path / name, cfg, _eagle3_layout(h, heads, kv, hd, inter, vocab, draft_vocab),
+                           n_shards=1, header_only=True)
+    plan = make_plan(LocalSource(src), tp)
+    got = {d.name: d.after for d in plan.dims}
+    assert (got["attention heads"], got["kv heads"], got["dense intermediate"]) == after
+    assert plan.new_config["model_type"] == "mistral" and plan.new_config["architectures"] == ["LlamaForCausalLMEagle3"]
+    assert plan.vocab["size"] == draft_vocab and plan.vocab["patch_needed"]  # 32000 / 64 = 500 rows of 64: not % 3
