@@ -330,3 +330,14 @@ def test_published_eagle3_layouts_plan(tmp_path, name, dims, tp, after):
     assert (got["attention heads"], got["kv heads"], got["dense intermediate"]) == after
     assert plan.new_config["model_type"] == "mistral" and plan.new_config["architectures"] == ["LlamaForCausalLMEagle3"]
     assert plan.vocab["size"] == draft_vocab and plan.vocab["patch_needed"]  # 32000 / 64 = 500 rows of 64: not % 3
+
+
+@pytest.mark.parametrize("arch, model_type, reason", [
+    ("Eagle3DeepseekV3ForCausalLM", "deepseek_v3", "DeepSeek MLA layer"),
+    ("Gemma4DSparkModel", "gemma4_text", "Gemma 4 DSpark"),
+    ("DSparkDraftModel", "deepseek_v4", "ship inside the target checkpoint"),
+])
+def test_drafts_hubpad_does_not_pad_are_refused_with_the_reason(tmp_path, arch, model_type, reason):
+    src = build_eagle3(tmp_path / "src", eagle3_config("llama", architectures=[arch], model_type=model_type))
+    result = cli("plan", src, "--tp", 3)
+    assert result.exit_code == 1 and reason in result.output and len(result.output.strip().splitlines()) == 1

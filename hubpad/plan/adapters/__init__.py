@@ -8,7 +8,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.util.text import short
 from hubpad.plan.adapters.base import COPY, Adapter, Role
-from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK
+from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
 from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
 from hubpad.plan.adapters.glm import GLM4_MOE, GLM4V_MOE
@@ -46,7 +46,7 @@ def adapter_for(config: dict) -> Adapter:
 
 def check_refused(config: dict) -> None:
     """Fail with the reason when config.json is a family hubpad knows it cannot pad exactly."""
-    reason = REFUSED.get(config.get("model_type"))
+    reason = refused_draft(config) or REFUSED.get(config.get("model_type"))
     if reason:
         raise ConfigError(f"config.json: {reason}")
 

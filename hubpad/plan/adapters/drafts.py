@@ -128,3 +128,27 @@ def default_speculative_tokens(method: str, config: dict | None = None) -> int:
         block = config.get("block_size") or config.get("dspark_block_size")
         return int(block) if block else 3
     return 3
+
+
+# Drafts hubpad knows and does not pad (yet), by architecture, with the reason (checked before anything else).
+REFUSED_DRAFTS: dict[str, str] = {
+    **dict.fromkeys(("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM"),
+                    "an EAGLE-3 draft with a DeepSeek MLA layer (vLLM deepseek_eagle3.py) is not padded by hubpad yet: "
+                    "its midlayer's MLA projections are not covered by the draft adapters"),
+    "Gemma4DSparkModel": ("a Gemma 4 DSpark draft (vLLM gemma4_dspark.py) is not padded by hubpad: its Gemma 4 "
+                          "attention (sliding and global heads of other widths) is not covered"),
+    "K3DSparkModel": "a Kimi-K3 DSpark draft (vLLM kimi_k3 dspark_mla.py, MLA) is not padded by hubpad",
+}
+
+
+def refused_draft(config: dict) -> str | None:
+    """Why hubpad refuses this draft, or None: the architectures above, and a DeepSeek-V4 DSpark, which vLLM loads
+    from the target's own checkpoint (its stages ship with the target: pad the target)."""
+    archs = config.get("architectures") or []
+    for arch in archs:
+        if arch in REFUSED_DRAFTS:
+            return REFUSED_DRAFTS[arch]
+    if "DSparkDraftModel" in archs and config.get("model_type") != "qwen3":
+        return ("a DeepSeek-V4 DSpark draft reuses its target's config and weights (vLLM speculative.py): its stages "
+                "ship inside the target checkpoint, so pad the target, not a draft repo")
+    return None
