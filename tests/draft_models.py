@@ -47,7 +47,9 @@ def eagle3_config(kind: str = "llama", *, hidden: int = 64, heads: int = 4, kv: 
     return cfg
 
 
-def _prefix(i: int, layers: int) -> str:
+def _prefix(i: int, layers: int, tensors: dict | None = None) -> str:
+    if tensors is not None:
+        return "midlayer." if any(k.startswith("midlayer.") for k in tensors) else f"layers.{i}."
     return "midlayer." if layers == 1 else f"layers.{i}."
 
 
@@ -90,17 +92,27 @@ def eagle3_tensors(cfg: dict, seed: int = 0, dtype=torch.float64, embed: bool = 
     return t
 
 
-def build_eagle3(path: Path, cfg: dict, seed: int = 0, dtype=torch.float64, embed: bool = False) -> Path:
+def build_eagle3(path: Path, cfg: dict, seed: int = 0, dtype=torch.float64, embed: bool = False,
+                 speculators: bool = False) -> Path:
+    """The draft at `path`; `speculators`: in the speculators format (speculators_config(cfg), `layers.0.` names)."""
     path.mkdir(parents=True, exist_ok=True)
-    save_file(eagle3_tensors(cfg, seed, dtype, embed), path / "model.safetensors", metadata={"format": "pt"})
+    tensors = eagle3_tensors(cfg, seed, dtype, embed)
+    if speculators:
+        tensors = {("layers.0." + k[len("midlayer."):] if k.startswith("midlayer.") else k): v
+                   for k, v in tensors.items()}
+        cfg = speculators_config(cfg)
+    save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
     (path / "config.json").write_text(json.dumps(cfg, indent=2))
     return path
 
 
 def _layer_config(cfg: dict):
     """transformers config for the draft's decoder layer. A padded Llama draft relabelled to Mistral (hidden % heads
-    != 0) is built with MistralConfig: transformers' Llama and Mistral decoder layers are the same math."""
+    != 0) is built with MistralConfig: transformers' Llama and Mistral decoder layers are the same math (so is a
+    padded speculators-format Llama draft, which keeps model_type llama in its nested config)."""
     kind = cfg["model_type"]
+    if kind == "llama" and cfg["hidden_size"] % cfg["num_attention_heads"]:
+        kind = "mistral"  # a padded speculators-format Llama draft keeps model_type llama in its nested config
     keys = {k: v for k, v in cfg.items() if k not in ("architectures", "model_type", "draft_vocab_size",
                                                      "target_hidden_size", "eagle_aux_hidden_state_layer_ids")}
     cls = {"llama": "LlamaConfig", "mistral": "MistralConfig", "qwen3": "Qwen3Config"}[kind]
@@ -109,8 +121,34 @@ def _layer_config(cfg: dict):
     return c
 
 
+def speculators_config(cfg: dict, verifier: str = "org/target", tokens: int = 3) -> dict:
+    """The same draft in the speculators format (vllm/transformers_utils/configs/speculators): the decoder's config
+    under transformer_layer_config, the EAGLE-3 keys and the target (verifier) at top level. Its layers are named
+    `layers.N.` even when there is one."""
+    layer = {k: v for k, v in cfg.items() if k not in ("architectures", "draft_vocab_size", "target_hidden_size")}
+    out = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+           "transformer_layer_config": layer, "draft_vocab_size": cfg.get("draft_vocab_size"),
+           "norm_before_residual": False,
+           "speculators_config": {"proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": tokens}],
+                                  "verifier": {"name_or_path": verifier, "architectures": ["LlamaForCausalLM"]}}}
+    if cfg.get("target_hidden_size"):
+        out["target_hidden_size"] = cfg["target_hidden_size"]
+    return out
+
+
+def flat_config(cfg: dict) -> dict:
+    """A speculators config as the flat draft config vLLM builds from it (update_eagle3); a flat one as it is."""
+    if "transformer_layer_config" not in cfg:
+        return cfg
+    flat = dict(cfg["transformer_layer_config"])
+    flat.update({k: cfg[k] for k in ("draft_vocab_size", "target_hidden_size") if cfg.get(k) is not None})
+    return flat
+
+
 def _layers(cfg: dict, tensors: dict[str, torch.Tensor]) -> list:
     kind = cfg["model_type"]
+    if kind == "llama" and cfg["hidden_size"] % cfg["num_attention_heads"]:
+        kind = "mistral"
     layer_cls = {"llama": transformers.models.llama.modeling_llama.LlamaDecoderLayer,
                  "mistral": transformers.models.mistral.modeling_mistral.MistralDecoderLayer,
                  "qwen3": transformers.models.qwen3.modeling_qwen3.Qwen3DecoderLayer}[kind]
@@ -118,7 +156,7 @@ def _layers(cfg: dict, tensors: dict[str, torch.Tensor]) -> list:
     out = []
     for i in range(cfg["num_hidden_layers"]):
         layer = layer_cls(c, layer_idx=i).to(torch.float64).eval()
-        p = _prefix(i, cfg["num_hidden_layers"])
+        p = _prefix(i, cfg["num_hidden_layers"], tensors)
         if i == 0:  # vLLM widens q/k/v of the first layer to [embeds | hidden]
             for proj in ("q_proj", "k_proj", "v_proj"):
                 old = getattr(layer.self_attn, proj)
@@ -138,7 +176,7 @@ def _rms(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
 def eagle3_forward(path: Path, embeds: torch.Tensor, aux: torch.Tensor) -> torch.Tensor:
     """Target-vocab logits of the draft at `path` in float64, for token embeddings [T, hidden] and the target's
     three aux hidden states concatenated [T, 3 x target_hidden] (vLLM's Eagle3 forward, causal over T)."""
-    cfg = json.loads((path / "config.json").read_text())
+    cfg = flat_config(json.loads((path / "config.json").read_text()))
     tensors = {k: v for f in sorted(path.glob("*.safetensors")) for k, v in load_file(f).items()}
     eps = cfg["rms_norm_eps"]
     layers = _layers(cfg, tensors)
@@ -154,7 +192,7 @@ def eagle3_forward(path: Path, embeds: torch.Tensor, aux: torch.Tensor) -> torch
     with torch.no_grad():
         for i, layer in enumerate(layers):
             if i == 0:
-                p = _prefix(0, len(layers))
+                p = _prefix(0, len(layers), tensors)
                 e = layer.input_layernorm(x)
                 residual = hidden  # norm after residual (vLLM's default)
                 hidden = torch.cat([e, _rms(hidden, tensors[p + "hidden_norm.weight"].to(torch.float64), eps)], -1)

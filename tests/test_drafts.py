@@ -39,7 +39,9 @@ def _mirror(src, dst, tp, *extra):
 
 
 def _assert_same_draft(src, dst, label: str) -> float:
-    cfg = json.loads((src / "config.json").read_text())
+    from tests.draft_models import flat_config
+
+    cfg = flat_config(json.loads((src / "config.json").read_text()))
     embeds, aux = _inputs(cfg)
     a, b = eagle3_forward(src, embeds, aux), eagle3_forward(dst, embeds, aux)
     drafted = torch.isfinite(a)
@@ -341,3 +343,20 @@ def test_drafts_hubpad_does_not_pad_are_refused_with_the_reason(tmp_path, arch, 
     src = build_eagle3(tmp_path / "src", eagle3_config("llama", architectures=[arch], model_type=model_type))
     result = cli("plan", src, "--tp", 3)
     assert result.exit_code == 1 and reason in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen3"])
+def test_speculators_format_draft(tmp_path, kind):
+    """A speculators-format EAGLE-3 draft (transformer_layer_config nested, `layers.0.` names): padded in its nested
+    config without a relabel (vLLM builds a plain PreTrainedConfig from it), its verifier named on the card."""
+    cfg = eagle3_config(kind)
+    src = build_eagle3(tmp_path / "src", cfg, speculators=True)
+    dst = tmp_path / "tp3"
+    new = _mirror(src, dst, 3)
+    layer = new["transformer_layer_config"]
+    assert (layer["num_attention_heads"], layer["num_key_value_heads"], layer["model_type"]) == (6, 3, kind)
+    assert new["architectures"] == ["Eagle3Speculator"] and new["speculators_model_type"] == "eagle3"
+    draft = json.loads((dst / "hubpad.json").read_text())["serving"]["draft"]
+    assert draft == {"method": "eagle3", "verifier": "org/target", "num_speculative_tokens": 3}
+    assert "[`org/target`](https://huggingface.co/org/target)" in (dst / "README.md").read_text()
+    _assert_same_draft(src, dst, f"speculators {kind} TP=3")

@@ -185,7 +185,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
 def _vocab(inputs: _Inputs, tp: int) -> dict:
     """vocab_info of the model's vocab; where the adapter names several vocab-parallel sizes (a draft's lm_head and
     embedding), the first one that does not shard at `tp` (the vocab plugin pads them all)."""
-    sizes = inputs.adapter.vocab_sizes(inputs.text)
+    sizes = inputs.adapter.vocab_sizes({**inputs.config, **inputs.text})
     infos = [vocab_info(size, tp) for size in sizes if size] or [
         vocab_info(int(inputs.text.get("vocab_size") or inputs.config.get("vocab_size") or 0), tp)]
     return next((v for v in infos if v["patch_needed"]), infos[0])

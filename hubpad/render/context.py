@@ -164,9 +164,12 @@ def _draft(manifest: dict, target_repo: str, published_commit: str | None) -> di
     spec = {"method": method, "model": target_repo, "num_speculative_tokens": tokens}
     if published_commit:
         spec["revision"] = published_commit
+    verifier = draft.get("verifier")  # the target before padding, as the draft's own config names it
+    if verifier is not None and not (isinstance(verifier, str) and is_repo_id(verifier)):
+        verifier = None  # named only when it is a Hub repo id
     # a Hub repo id is linked; a local path (a local pair) is named as it is
     return {"method": method, "target": target, "target_is_repo": bool(target) and is_repo_id(target),
-            "tokens": tokens, "spec_json": json.dumps(spec)}
+            "verifier": verifier, "tokens": tokens, "spec_json": json.dumps(spec)}
 
 
 def _check_target(manifest: dict, target_repo: str, published_commit: str | None, warnings: list[str]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.util.text import short
 from hubpad.plan.adapters.base import COPY, Adapter, Role
-from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft
+from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft, speculators_adapter
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
 from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
 from hubpad.plan.adapters.glm import GLM4_MOE, GLM4V_MOE
@@ -35,6 +35,9 @@ REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL, "minimax_m2": MI
 
 def adapter_for(config: dict) -> Adapter:
     """Pick the adapter for a config.json, or fail naming the model type."""
+    speculators = speculators_adapter(config)  # a speculators-format draft: its decoder's config is nested
+    if speculators is not None:
+        return speculators
     model_type = config.get("model_type")
     archs = set(config.get("architectures") or [])
     for adapter in ADAPTERS:

@@ -59,7 +59,9 @@ class DraftAdapter(Adapter):
                 "draft": {"method": self.draft_method}}
 
     def vocab_sizes(self, config: dict) -> list[int]:
-        """The lm_head's draft vocab first (always loaded), then the embedding's vocab (built even when shared)."""
+        """The lm_head's draft vocab first (always loaded), then the embedding's vocab (built even when shared); the
+        planner passes the config with its text part's keys on top (a speculators draft's draft_vocab_size is
+        top-level)."""
         sizes = [config.get("draft_vocab_size"), config.get("vocab_size")]
         return [int(s) for s in sizes if s]
 
@@ -102,11 +104,50 @@ EAGLE3_QWEN3 = DraftAdapter(
 )
 
 
+# The speculators format (vllm/transformers_utils/configs/speculators: speculators_model_type "eagle3", the decoder's
+# config under `transformer_layer_config`, draft_vocab_size at top level, the target under
+# speculators_config.verifier.name_or_path): vLLM builds a plain PreTrainedConfig from transformer_layer_config (no
+# LlamaConfig check, so no relabel) and picks Eagle3LlamaForCausalLM / Eagle3Qwen3ForCausalLM by its model_type.
+class SpeculatorsAdapter(DraftAdapter):
+    def serving(self, config: dict) -> dict:
+        out = super().serving(config)
+        spec = config.get("speculators_config") or {}
+        verifier = (spec.get("verifier") or {}).get("name_or_path")
+        if isinstance(verifier, str) and verifier:
+            out["draft"]["verifier"] = verifier  # the target before padding, as the draft's config names it
+        methods = spec.get("proposal_methods") or [{}]
+        tokens = methods[0].get("speculative_tokens") if isinstance(methods[0], dict) else None
+        if type(tokens) is int and tokens > 0:
+            out["draft"]["num_speculative_tokens"] = tokens
+        return out
+
+
+EAGLE3_LLAMA_SPECULATORS = SpeculatorsAdapter(
+    name="eagle3_llama_speculators", model_types=("llama",), text_config="transformer_layer_config",
+    linear_patterns=_ATTENTION + _MLP, copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
+    intermediate_keys={"dense": ("intermediate_size",)}, layers=D,
+)
+EAGLE3_QWEN3_SPECULATORS = SpeculatorsAdapter(
+    name="eagle3_qwen3_speculators", model_types=("qwen3",), text_config="transformer_layer_config",
+    linear_patterns=_ATTENTION + _MLP, copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
+    intermediate_keys={"dense": ("intermediate_size",)}, per_head_norms=True, layers=D,
+)
+
+
+def speculators_adapter(config: dict) -> Adapter | None:
+    """The adapter of a speculators-format EAGLE-3 draft (by its transformer_layer_config's model_type), else None."""
+    if config.get("speculators_model_type") != "eagle3":
+        return None
+    layer = config.get("transformer_layer_config")
+    kind = layer.get("model_type", "llama") if isinstance(layer, dict) else None
+    return {"llama": EAGLE3_LLAMA_SPECULATORS, "qwen3": EAGLE3_QWEN3_SPECULATORS}.get(kind)
+
+
 def draft_method(config: dict) -> str | None:
     """The speculative method vLLM runs a checkpoint with as a draft ("eagle3", "dspark", "mtp"), from its config's
     architectures as vLLM's SpeculativeConfig detects them; None: not a draft hubpad knows."""
     archs = set(config.get("architectures") or [])
-    if archs & set(EAGLE3_LLAMA_ARCHS + EAGLE3_QWEN3_ARCHS):  # (a Qwen3 DSpark's DSparkDraftModel: below)
+    if config.get("speculators_model_type") == "eagle3" or archs & set(EAGLE3_LLAMA_ARCHS + EAGLE3_QWEN3_ARCHS):  # (a Qwen3 DSpark's DSparkDraftModel: below)
         return "eagle3"
     if any("DSpark" in a for a in archs):
         return "dspark"
