@@ -124,6 +124,8 @@ def test_a_non_draft_llama_is_not_taken_for_one(tmp_path):
     assert adapter_for({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}).name == "llama"
     assert adapter_for({"model_type": "llama", "architectures": ["LlamaForCausalLMEagle3"]}).name == "eagle3_llama"
     assert adapter_for({"model_type": "qwen3", "architectures": ["Eagle3Qwen3ForCausalLM"]}).name == "eagle3_qwen3"
+    assert adapter_for({"model_type": "mistral", "architectures": ["LlamaForCausalLMEagle3"]}).name == "eagle3_llama"
+    assert adapter_for({"model_type": "mistral", "architectures": ["MistralForCausalLM"]}).name == "mistral"
 
 
 def test_vocab_plugin_covers_the_draft_vocab(tmp_path):

@@ -88,7 +88,8 @@ def choose_heads_and_label(heads: int, kv: int, hs, tp: int, aligns, hidden: int
     # The twin's config class has no hidden % heads rule: choose as for it, then relabel only if needed.
     h2, kv2 = choose_heads(heads, kv, hs, tp, aligns, hidden,
                            dataclasses.replace(adapter, hidden_must_divide_by_heads=False))
-    return h2, kv2, _record(adapter.name, twin, config, hidden, h2) if hidden and hidden % h2 else None
+    needed = hidden and hidden % h2 and config.get("model_type") != twin.model_type  # (a padded draft: labelled)
+    return h2, kv2, _record(adapter.name, twin, config, hidden, h2) if needed else None
 
 
 def _record(adapter_name: str, twin: Twin, config: dict, hidden: int, heads: int) -> dict:

@@ -67,7 +67,8 @@ class DraftAdapter(Adapter):
 
 
 EAGLE3_LLAMA = DraftAdapter(
-    name="eagle3_llama", model_types=("llama",), architectures=EAGLE3_LLAMA_ARCHS,
+    # mistral: a padded Llama draft's own label (planned again, e.g. by `hubpad plan` on a derivative)
+    name="eagle3_llama", model_types=("llama", "mistral"), architectures=EAGLE3_LLAMA_ARCHS,
     linear_patterns=_ATTENTION + _MLP, copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
     intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True, layers=D,
 )
