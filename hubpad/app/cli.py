@@ -167,8 +167,8 @@ def _mirror_options(f):
                      help="SRC is a speculative-decoding draft; this names the padded target it pairs with (Hub repo "
                           "id), which its card's serve command runs."),
         click.option("--num-speculative-tokens", type=click.IntRange(1, 64), default=None,
-                     help="Draft tokens per step in that --speculative-config (default: eagle3 3, dspark its block "
-                          "size less one, mtp 1)."),
+                     help="Draft tokens per step in that --speculative-config (default: eagle3 3 or a speculators "
+                          "config's own, dspark its block size, mtp its number of layers)."),
         click.option("--force", is_flag=True, help="Publish into a target hubpad did not create."),
         click.option("--private", is_flag=True, help="Create the Hub target as private."),
         click.option("--dry-run", is_flag=True, help="Plan and check the target, write nothing."),
