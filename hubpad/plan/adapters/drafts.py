@@ -112,14 +112,12 @@ EAGLE3_QWEN3 = DraftAdapter(
 class SpeculatorsAdapter(DraftAdapter):
     def serving(self, config: dict) -> dict:
         out = super().serving(config)
-        spec = config.get("speculators_config") or {}
-        verifier = (spec.get("verifier") or {}).get("name_or_path")
-        if isinstance(verifier, str) and verifier:
-            out["draft"]["verifier"] = verifier  # the target before padding, as the draft's config names it
-        methods = spec.get("proposal_methods") or [{}]
-        tokens = methods[0].get("speculative_tokens") if isinstance(methods[0], dict) else None
-        if type(tokens) is int and tokens > 0:
-            out["draft"]["num_speculative_tokens"] = tokens
+        spec = config.get("speculators_config")
+        verifier = spec.get("verifier") if isinstance(spec, dict) else None
+        name = verifier.get("name_or_path") if isinstance(verifier, dict) else None
+        if isinstance(name, str) and name:
+            out["draft"]["verifier"] = name  # the target before padding, as the draft's config names it
+        out["draft"]["num_speculative_tokens"] = default_speculative_tokens("eagle3", config)
         return out
 
 
@@ -160,7 +158,8 @@ def draft_method(config: dict) -> str | None:
 
 
 def default_speculative_tokens(method: str, config: dict | None = None) -> int:
-    """Draft tokens per step for a card's --speculative-config: EAGLE-3 3 (vLLM's and the EAGLE authors' examples);
+    """Draft tokens per step for a card's --speculative-config: EAGLE-3 a speculators config's own
+    (proposal_methods[0].speculative_tokens), else 3 (vLLM's and the EAGLE authors' examples);
     DSpark its block size (vLLM's own default for the method: config block_size or dspark_block_size; Qwen3-Omni
     DSpark requires exactly that); an MTP head its number of layers (at least 1)."""
     config = config or {}
@@ -169,7 +168,10 @@ def default_speculative_tokens(method: str, config: dict | None = None) -> int:
     if method == "dspark":
         block = config.get("block_size") or config.get("dspark_block_size")
         return int(block) if block else 3
-    return 3
+    spec = config.get("speculators_config")
+    methods = (spec.get("proposal_methods") if isinstance(spec, dict) else None) or [{}]
+    tokens = methods[0].get("speculative_tokens") if isinstance(methods, list) and isinstance(methods[0], dict) else None
+    return tokens if type(tokens) is int and tokens > 0 else 3  # a speculators config's own, else 3
 
 
 # Drafts hubpad knows and does not pad (yet), by architecture, with the reason (checked before anything else).
