@@ -27,13 +27,18 @@ TOKENS = 16  # generated per prompt: about 40 drafts of 3 tokens over the three 
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory):
+def built(tmp_path_factory):
     from tests import draft_models  # torch and transformers: imported only when a serving test runs
 
     serving.vllm_python()
     root = tmp_path_factory.mktemp("eagle3")
     target = draft_models.build_serving_target(root / "target")
-    draft = draft_models.build_serving_draft(root / "draft", target)
+    return root, target, draft_models.build_serving_draft(root / "draft", target)
+
+
+@pytest.fixture(scope="module")
+def pair(built):
+    root, target, draft = built
     spec = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3}
     run = serving.run_vllm([serving.job(target, 1, max_tokens=TOKENS),
                             serving.job(target, 1, max_tokens=TOKENS, speculative_config=spec, metrics=True)],
@@ -69,3 +74,19 @@ def test_padded_eagle3_pair_drafts_as_the_original(pair, tp):
     print(f"EAGLE-3 drafts: original TP=1 {a}, padded TP={tp} {b}")
     assert 0 < a["num_accepted_tokens"] < a["num_draft_tokens"], a
     assert b == a
+
+
+def test_unpadded_draft_stops_vllm_at_the_padded_targets_tp(built):
+    """Why the draft is padded too: vLLM builds it at the target's TP and refuses its 4 heads at TP=3 (its own
+    message, from SpeculativeConfig's validation of the draft's model config)."""
+    root, target, draft = built
+    padded_target = root / "target-tp3-alone"
+    result = cli("mirror", target, "--tp", 3, "--to", padded_target)
+    assert result.exit_code == 0, result.output
+    plugin = serving.install_plugin(padded_target, root / "target-tp3-alone-plugin")
+    spec = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3}
+    run = serving.run_vllm([serving.job(padded_target, 3, speculative_config=spec)], root / "run-unpadded-draft",
+                           plugins=plugin)
+    assert run.results and not run.results[0]["ok"]
+    assert ("Total number of attention heads (4) must be divisible by tensor parallel size (3)."
+            in run.results[0]["error"]), run.results[0]["error"]
