@@ -18,7 +18,7 @@ def verdict_cell(row: Row) -> str:
         return row.verdict
     cell = row.verdict + (" + vocab patch" if row.vocab_patch else "")
     if row.relabelled:
-        cell += f", as {row.relabelled['to']['architectures'][0]}"
+        cell += f", as {_label(row.relabelled)}"
     route = row.vllm_route
     if route and route.get("hf_overrides"):
         cell += f", served as {route['hf_overrides']['architectures'][0]} (--hf-overrides)"
@@ -69,7 +69,7 @@ def advice_text(advice: Advice, width: int | None = None) -> str:
               "num_experts_per_tok / num_experts."]
     relabel = next((r.relabelled for r in advice.rows if r.relabelled), None)
     if relabel:
-        arch = relabel["to"]["architectures"][0]
+        arch = _label(relabel)
         lines.append(f"as {arch}: the derivative's config is labelled {arch}, because transformers' "
                      f"{relabel['from']['model_type']} config rejects padded heads that do not divide hidden_size "
                      f"and {arch}'s computes the same function; {relabel['vllm']}.")
@@ -78,3 +78,9 @@ def advice_text(advice: Advice, width: int | None = None) -> str:
         lines.append(f"serve with {' '.join(route_flags(route))}: {route['why']}; {route['route']}.")
     lines.append("`hubpad plan SRC --tp N` shows the full plan for one size.")
     return "\n".join(wrap_lines(lines, width))
+
+
+def _label(relabel: dict) -> str:
+    """The new label: its architecture, or its model_type where the architectures stay (an EAGLE-3 draft's)."""
+    to, before = relabel["to"], relabel["from"]
+    return to["architectures"][0] if to["architectures"] != before["architectures"] else f"model_type {to['model_type']}"

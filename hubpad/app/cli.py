@@ -218,6 +218,15 @@ def _mirror_options(f):
                      help="Folder whose templates override the built-in ones."),
         click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
                      help="Mirrors file (hubpad.yaml) supplying tp, target, shard size and serving overrides."),
+        click.option("--draft", default=None,
+                     help="A speculative-decoding draft for this model, padded for the same TP (Hub repo id or local "
+                          "path; its config.json names its method): the serve command gets --speculative-config."),
+        click.option("--draft-for", default=None,
+                     help="SRC is a speculative-decoding draft; this names the padded target it pairs with (Hub repo "
+                          "id), which its card's serve command runs."),
+        click.option("--num-speculative-tokens", type=click.IntRange(1, 64), default=None,
+                     help="Draft tokens per step in that --speculative-config (default: eagle3 3 or a speculators "
+                          "config's own, dspark its block size, mtp its number of layers)."),
         click.option("--force", is_flag=True, help="Publish into a target hubpad did not create."),
         click.option("--private", is_flag=True, help="Create the Hub target as private."),
         click.option("--dry-run", is_flag=True, help="Plan and check the target, write nothing."),
@@ -230,14 +239,24 @@ def _mirror_options(f):
 
 class Job:
     """One mirror's settings, from the command line and (optionally) its entry in a mirrors file."""
-    def __init__(self, src, tp, dst, revision, shard_size, max_disk, config_file, private):
+    def __init__(self, src, tp, dst, revision, shard_size, max_disk, config_file, private, draft=None, draft_for=None,
+                 num_speculative_tokens=None):
         self.serving: dict = {}
         if config_file:
-            from hubpad.formats.mirrors_file import find_mirror, load_mirrors
+            from hubpad.formats.mirrors_file import find_mirror, load_mirrors, pairing
 
             namespace = _namespace_or_none() if not is_local(src) or (dst and not is_local(dst)) else None
-            spec = find_mirror(load_mirrors(config_file, namespace=namespace), src, target=dst, tp=tp,
-                               namespace=namespace, source=config_file)
+            specs = load_mirrors(config_file, namespace=namespace)
+            spec = find_mirror(specs, src, target=dst, tp=tp, namespace=namespace, source=config_file)
+            paired, drafts = pairing(specs, spec, namespace)
+            draft_for = draft_for or paired
+            if drafts and not draft:
+                if len(drafts) > 1:
+                    raise HubpadError(f"{spec.where}: {len(drafts)} entries are drafts for it (draft_for); vLLM "
+                                      f"takes one --speculative-config, so pass the one to use with --draft")
+                draft, draft_upstream = drafts[0].resolved_target(namespace), drafts[0].upstream
+            else:
+                draft_upstream = None
             tp = tp or spec.tp
             dst = dst or (spec.resolved_target(namespace) if spec.target or namespace else None)
             revision = revision or spec.revision
@@ -252,8 +271,42 @@ class Job:
         if tp is None:
             raise click.UsageError("Missing option '--tp' (or a --config entry that sets tp).",
                                    click.get_current_context(silent=True))
+        if draft and draft_for:
+            raise click.UsageError("--draft names the draft of a target, --draft-for the target of a draft: one "
+                                   "model is not both", click.get_current_context(silent=True))
+        if draft_for:
+            self.serving["draft"] = {"target": draft_for, "num_speculative_tokens": num_speculative_tokens}
+        if draft:
+            self.serving["speculative_config"] = _speculative_config(
+                draft, draft_upstream if config_file else None, num_speculative_tokens)
         self.src, self.tp, self.dst, self.revision = src, tp, dst, revision
         self.shard_size, self.max_disk, self.private = shard_size or 5 * 10**9, max_disk, private
+
+
+def _speculative_config(draft: str, upstream: str | None, tokens: int | None) -> dict:
+    """vLLM's --speculative-config for serving with `draft` (the padded draft's repo id or path): the method from the
+    config.json of the draft (or of its upstream, when the draft is not published yet)."""
+    from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
+    from hubpad.source.readers import read_json
+
+    config = None
+    for ref in (draft, upstream):
+        if ref is None:
+            continue
+        try:
+            config = read_json(open_source(ref, None), "config.json")
+            break
+        except HubpadError:
+            continue
+    if config is None:
+        raise HubpadError(f"--draft {draft}: cannot read its config.json (mirror the draft first, or name it in the "
+                          f"mirrors file with draft_for)")
+    method = draft_method(config)
+    if method is None:
+        raise ConfigError(f"--draft {draft}: config.json names no speculative-decoding draft vLLM knows "
+                          f"(architectures {config.get('architectures')})")
+    return {"method": method, "model": draft,
+            "num_speculative_tokens": tokens or default_speculative_tokens(method, config)}
 
 
 def _namespace_or_none() -> str | None:
@@ -334,10 +387,11 @@ def _summary_markdown(s, plan=None) -> str:
 @click.argument("src")
 @_mirror_options
 @click.option("--part", default=None, help="Stage only part i of K (fan-out), e.g. 2/3; `hubpad publish` finishes.")
-def mirror(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templates_dir, config_file, force, private, dry_run,
-           as_json, part) -> None:
+def mirror(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templates_dir, config_file, draft, draft_for,
+           num_speculative_tokens, force, private, dry_run, as_json, part) -> None:
     """Pad SRC for TP=N and publish the derivative to DST."""
-    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private)
+    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private, draft, draft_for,
+              num_speculative_tokens)
     only = None
     if part:
         i, k = _parse_part(part)
@@ -358,10 +412,11 @@ def mirror(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templ
 @main.command()
 @click.argument("src")
 @_mirror_options
-def publish(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templates_dir, config_file, force, private, dry_run,
-            as_json) -> None:
+def publish(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templates_dir, config_file, draft, draft_for,
+            num_speculative_tokens, force, private, dry_run, as_json) -> None:
     """Fan-out's last step: check every part is staged on DST, then make the single publish commit."""
-    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private)
+    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private, draft, draft_for,
+              num_speculative_tokens)
     plan, publisher = _build(job, force=force, workdir=workdir, repo_id=repo_id)
     if dry_run:
         click.echo(f"dry run: would publish {len(plan.shards)} staged shard(s) to {publisher.label}")

@@ -12,7 +12,12 @@ mirrors:
     private: false
     serving: {tool_call_parser: hy_v3, extra_args: [--max-model-len, "32768"]}
     recipe: {container: ...}              # merged into the generated sparkrun recipe (not model/model_revision)
+  - upstream: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B
+    draft_for: meta-llama/Llama-3.1-8B-Instruct   # a speculative-decoding draft for another entry's upstream (same tp)
 ```
+
+A `draft_for` entry pairs a draft with the entry whose upstream it names at the same tp: the draft's card names that
+entry's target, and that target's serve command carries `--speculative-config` with the draft's target (`pairing`).
 
 Entries inherit `defaults`; `serving` and `recipe` are merged key by key (the entry wins). Every problem is one line
 naming the file, the line and the entry; a file with several is refused with all of them at once (MirrorsFileError).
@@ -38,8 +43,9 @@ DEFAULT_TP = 3
 DEFAULT_SHARD_SIZE = 5_000_000_000  # "5GB", the CLI's --shard-size default
 
 TOP_KEYS = ("defaults", "mirrors")
-ENTRY_KEYS = ("upstream", "target", "tp", "revision", "shard_size", "max_disk", "private", "serving", "recipe")
-DEFAULT_KEYS = tuple(k for k in ENTRY_KEYS if k not in ("upstream", "target"))
+ENTRY_KEYS = ("upstream", "target", "tp", "revision", "shard_size", "max_disk", "private", "serving", "recipe",
+              "draft_for")
+DEFAULT_KEYS = tuple(k for k in ENTRY_KEYS if k not in ("upstream", "target", "draft_for"))
 # Recipe keys that say which weights run: they follow from the derivative itself and are never overridden.
 PINNED_RECIPE_KEYS = ("model", "model_revision")
 SERVING_KEYS = ("tool_call_parser", "reasoning_parser", "speculative_config", "extra_args", "container_image")
@@ -90,6 +96,7 @@ class MirrorSpec:
     private: bool = False
     serving: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     recipe: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    draft_for: str | None = None  # the upstream of the entry this one is a speculative-decoding draft for
     where: str = field(default="", compare=False, repr=False)  # "hubpad.yaml:7: mirrors[0]", for messages
 
     @property
@@ -134,11 +141,30 @@ class MirrorSpec:
             "private": self.private,
             "serving": self.serving_overrides(),
             "recipe": self.recipe_overrides(),
+            "draft_for": self.draft_for,
         }
 
 
 
 
+
+
+def pairing(specs: Sequence[MirrorSpec], spec: MirrorSpec,
+            namespace: str | None = None) -> tuple[str | None, list[MirrorSpec]]:
+    """The speculative-decoding pairs of `spec` in the file: the target its draft pairs with (the resolved target of
+    the entry at the same tp whose upstream its `draft_for` names; None when it is no draft), and the draft entries
+    at the same tp whose `draft_for` names its upstream. HubpadError when a `draft_for` names no entry."""
+    paired = None
+    if spec.draft_for is not None:
+        found = [s for s in specs if s is not spec and s.tp == spec.tp and same_ref(s.upstream, spec.draft_for)]
+        if len(found) != 1:
+            raise HubpadError(f"{spec.where}: draft_for {spec.draft_for!r} names "
+                              f"{'no' if not found else len(found)} mirror entr{'y' if len(found) < 2 else 'ies'} "
+                              f"with tp {spec.tp}; a draft runs at its target's TP")
+        paired = found[0].resolved_target(namespace)
+    drafts = [s for s in specs if s is not spec and s.draft_for is not None and s.tp == spec.tp
+              and same_ref(s.draft_for, spec.upstream)]
+    return paired, drafts
 
 
 def find_mirror(
@@ -269,7 +295,10 @@ def _parse_entry(entry: object, index: int, defaults: dict[str, Any], top: _Wher
     target = None
     if entry.get("target") is not None:
         target = found.run(_validate_ref, entry["target"], "target", where, base, allow_bare=True)
-    values = found.run(_validate_fields, entry, where, default={})
+    draft_for = None
+    if entry.get("draft_for") is not None:
+        draft_for = found.run(_validate_ref, entry["draft_for"], "draft_for", where, base, allow_bare=True)
+    values = found.run(_validate_fields, {k: v for k, v in entry.items() if k != "draft_for"}, where, default={})
     found.raise_any()
     merged: dict[str, Any] = {**defaults, **values}
     for key in ("serving", "recipe"):
@@ -281,7 +310,7 @@ def _parse_entry(entry: object, index: int, defaults: dict[str, Any], top: _Wher
         upstream=upstream, target=target, tp=merged.get("tp", DEFAULT_TP), revision=merged.get("revision"),
         shard_size=merged.get("shard_size", DEFAULT_SHARD_SIZE), max_disk=merged.get("max_disk"),
         private=merged.get("private", False), serving=_freeze(merged["serving"]), recipe=_freeze(merged["recipe"]),
-        where=where.prefix(),
+        draft_for=draft_for, where=where.prefix(),
     )
     if spec.max_disk is not None and spec.max_disk < spec.shard_size:
         raise where.error(f"max_disk ({format_size(spec.max_disk)}) is smaller than shard_size "

@@ -165,7 +165,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
     copied, skipped = _other_files(inputs.files, inputs.names)
-    vocab = vocab_info(int(inputs.text.get("vocab_size") or inputs.config.get("vocab_size") or 0), tp)
+    vocab = _vocab(inputs, tp)
     new_config = {**_new_config(inputs.config, dims, inputs.adapter.text_config), **relabelled_config_keys(relabelled)}
     new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
     return Plan(
@@ -182,6 +182,15 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
     )
+
+
+def _vocab(inputs: _Inputs, tp: int) -> dict:
+    """vocab_info of the model's vocab; where the adapter names several vocab-parallel sizes (a draft's lm_head and
+    embedding), the first one that does not shard at `tp` (the vocab plugin pads them all)."""
+    sizes = inputs.adapter.vocab_sizes({**inputs.config, **inputs.text})
+    infos = [vocab_info(size, tp) for size in sizes if size] or [
+        vocab_info(int(inputs.text.get("vocab_size") or inputs.config.get("vocab_size") or 0), tp)]
+    return next((v for v in infos if v["patch_needed"]), infos[0])
 
 
 def _read_inputs(source: Source) -> _Inputs:

@@ -3,6 +3,7 @@ wording and layout only. Every value that ends up in a link, YAML or a command i
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -145,7 +146,37 @@ def build_context(
         "route_flags": [w for w in route_flags((manifest.get("architecture") or {}).get("vllm_route"))
                         if w.startswith("--")],
         "serving_notes": str_list((manifest.get("serving") or {}).get("mtp_unavailable")),
+        "draft": _draft(manifest, target_repo, published_commit),
     }
+
+
+_DRAFT_METHODS = ("eagle3", "dspark", "mtp")
+
+
+def _draft(manifest: dict, target_repo: str, published_commit: str | None) -> dict | None:
+    """A draft model's pairing, for its card: the speculative method, the padded target it pairs with (a Hub repo id,
+    or None when hubpad was not told it), and the --speculative-config that target is served with."""
+    draft = (manifest.get("serving") or {}).get("draft")
+    if not draft:
+        return None
+    method = draft.get("method")
+    if method not in _DRAFT_METHODS:
+        raise HubpadError(f"serving.draft.method {method!r} is not one of {', '.join(_DRAFT_METHODS)}")
+    tokens = draft.get("num_speculative_tokens")
+    if type(tokens) is not int or tokens < 1:
+        raise HubpadError(f"serving.draft.num_speculative_tokens must be a positive integer, got {tokens!r}")
+    target = draft.get("target")
+    if target is not None and not isinstance(target, str):
+        raise HubpadError(f"serving.draft.target must be a string, got {target!r}")
+    spec = {"method": method, "model": target_repo, "num_speculative_tokens": tokens}
+    if published_commit:
+        spec["revision"] = published_commit
+    verifier = draft.get("verifier")  # the target before padding, as the draft's own config names it
+    if verifier is not None and not (isinstance(verifier, str) and is_repo_id(verifier)):
+        verifier = None  # named only when it is a Hub repo id
+    # a Hub repo id is linked; a local path (a local pair) is named as it is
+    return {"method": method, "target": target, "target_is_repo": bool(target) and is_repo_id(target),
+            "verifier": verifier, "tokens": tokens, "spec_json": json.dumps(spec)}
 
 
 def _check_target(manifest: dict, target_repo: str, published_commit: str | None, warnings: list[str]) -> None:

@@ -18,6 +18,7 @@ from typing import ContextManager, Protocol
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.manifest import dumps, is_fresh
 from hubpad.formats.names import INDEX, MANIFEST
+from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
 from hubpad.plan.adapters.vllm import min_vllm
 from hubpad.plan.model import Plan, ShardPlan
 from hubpad.plan.vllm_route import route_flags
@@ -355,7 +356,19 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
         serving["extra_args"] = [*serving.get("extra_args", []), "--moe-backend", "marlin"]
         features.append("flag:moe-backend-marlin")
     serving["min_vllm"] = min_vllm(features)
-    serving.update(overrides or {})
+    method = draft_method(plan.config)
+    if method and not serving.get("draft"):  # a draft repo of a family's own layers (an MTP-only repo): no model alone
+        serving.update(speculative_config=None, draft={"method": method})
+    overrides = dict(overrides or {})
+    if "draft" in overrides:  # a draft's pairing (--draft-for): merged into what the adapter says of the draft
+        if not serving.get("draft"):
+            raise ConfigError(f"--draft-for: {plan.adapter.name} is not a speculative-decoding draft hubpad knows")
+        pair = {k: v for k, v in overrides.pop("draft").items() if v is not None}
+        serving["draft"] = {**serving["draft"], **pair}
+    serving.update(overrides)
+    if serving.get("draft"):
+        serving["draft"].setdefault("num_speculative_tokens",
+                                    default_speculative_tokens(serving["draft"]["method"], plan.config))
     return serving
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.util.text import short
 from hubpad.plan.adapters.base import COPY, Adapter, Role
+from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft, speculators_adapter
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
 from hubpad.plan.adapters.dsa import DEEPSEEK_V32, GLM_MOE_DSA
 from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
@@ -32,7 +33,9 @@ from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
 
 __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused"]
 
-ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
+# Drafts first: they share their decoder's model_type and are told apart by their architectures.
+ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL,
+                           QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
                            HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
@@ -45,17 +48,21 @@ REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL, "minimax_m2": MI
 
 def adapter_for(config: dict) -> Adapter:
     """Pick the adapter for a config.json, or fail naming the model type."""
+    speculators = speculators_adapter(config)  # a speculators-format draft: its decoder's config is nested
+    if speculators is not None:
+        return speculators
     model_type = config.get("model_type")
+    archs = set(config.get("architectures") or [])
     for adapter in ADAPTERS:
-        if model_type in adapter.model_types:
+        if model_type in adapter.model_types and (not adapter.architectures or archs & set(adapter.architectures)):
             return adapter.for_config(config)
-    known = sorted(t for a in ADAPTERS for t in a.model_types)
+    known = sorted({t for a in ADAPTERS for t in a.model_types})
     raise ConfigError(f"config.json: model_type {model_type!r} is not supported (known: {', '.join(known)})")
 
 
 def check_refused(config: dict) -> None:
     """Fail with the reason when config.json is a family hubpad knows it cannot pad exactly."""
-    reason = REFUSED.get(config.get("model_type"))
+    reason = refused_draft(config) or REFUSED.get(config.get("model_type"))
     if reason:
         raise ConfigError(f"config.json: {reason}")
 

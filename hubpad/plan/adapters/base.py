@@ -168,6 +168,8 @@ class Adapter:
     text_config: str | None = None
     # The layers' name prefix (a regex), for the rules that look at layer modules by name (per-head norms).
     layers: str = L
+    # Only configs whose architectures include one of these (drafts share their decoder's model_type); (): any.
+    architectures: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
@@ -295,6 +297,11 @@ class Adapter:
         whose config states padded counts elsewhere too (per-layer overrides, a second layer type's keys) writes
         them here."""
         return config
+
+    def vocab_sizes(self, config: dict) -> list[int]:
+        """The vocab-parallel sizes vLLM builds for the model (embedding and head); the first that does not shard at a
+        TP is the one the vocab plugin reports."""
+        return [int(config.get("vocab_size") or 0)]
 
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""
