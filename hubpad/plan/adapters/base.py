@@ -164,6 +164,11 @@ class Adapter:
     text_config: str | None = None
     # The layers' name prefix (a regex), for the rules that look at layer modules by name (per-head norms).
     layers: str = L
+    # q/k RMSNorms over all heads of a layer (MiniMax-M2, `qk_norm_type: per_layer`): projection module -> its norm
+    # module, both relative to a layer (e.g. "self_attn.q_proj" -> "self_attn.q_norm"). Zero heads would shrink the
+    # norm's mean square by r = H'/H (kv heads for k); the planner scales the projection's stored rows by sqrt(r) and
+    # the norm weight by 1/sqrt(r) instead, which restores it with eps untouched (plan/ops.py `scaled`).
+    layer_qk_norms: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
@@ -242,6 +247,17 @@ class Adapter:
         if self.tp_at_most_experts and experts and tp > int(experts):
             raise ConfigError(f"config.json: {experts} routed experts < tp {tp}, and vLLM's {self.name} MoE block "
                               f"refuses a tensor-parallel size larger than the number of experts")
+
+    def layer_qk_norm_of(self, module: str) -> str | None:
+        """The module of the norm over all heads that `module` (a q or k projection) feeds, or None."""
+        for proj, norm in self.layer_qk_norms.items():
+            if module.endswith("." + proj) and re.match(self.layers + re.escape(proj) + "$", module):
+                return module[:-len(proj)] + norm
+        return None
+
+    def is_layer_qk_norm(self, module: str) -> bool:
+        return any(module.endswith("." + norm) and re.match(self.layers + re.escape(norm) + "$", module)
+                   for norm in self.layer_qk_norms.values())
 
     def is_per_head_norm(self, module: str) -> bool:
         return self.per_head_norms and bool(re.search(self.layers + r"self_attn\.[qk]_norm$", module))
