@@ -185,3 +185,70 @@ def test_m2_bf16_rounding_cost_and_verify_by_value(tmp_path):
             verify_derivative(LocalSource(src), LocalSource(dst))
         save_file(saved, f, metadata={"format": "pt"})
     verify_derivative(LocalSource(src), LocalSource(dst))  # restored: passes again
+
+
+def _fp8_block(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """128 x 128 blocks (whole here): scale = amax / 448, q = e4m3(w / scale); weight_scale_inv = scale (float32)."""
+    rb, cb = w.shape[0] // 128, w.shape[1] // 128
+    blocks = w.double().reshape(rb, 128, cb, 128)
+    scale = (blocks.abs().amax(dim=(1, 3)) / 448).float()
+    q = (blocks / scale.double()[:, None, :, None]).reshape(w.shape).to(torch.float8_e4m3fn)
+    return q, scale
+
+
+def _dequantize(tensors: dict) -> dict:
+    out = {}
+    for name, t in tensors.items():
+        if name.endswith("weight_scale_inv"):
+            continue
+        inv = tensors.get(name + "_scale_inv")
+        if inv is not None:
+            t = t.double() * inv.double().repeat_interleave(128, 0).repeat_interleave(128, 1)
+        out[name] = t.double()
+    return out
+
+
+def test_m2_fp8_block_folds_the_factor_into_the_float32_scales(tmp_path):
+    """FP8 (the published format): the q/k weights keep their FP8 bytes (`hubpad verify` checks every original
+    byte), their float32 block scales take sqrt(r), each rounded to the nearest float32, and the norms take 1/sqrt(r)
+    (F32 here, to show what the FP8 fold itself costs). Dequantized, in float64: the logits equal the dequantized
+    original's to float32 rounding."""
+    torch.manual_seed(2)
+    model = _model(hidden_size=128, head_dim=128, num_attention_heads=4, num_key_value_heads=2, rotary_dim=64,
+                   num_hidden_layers=1)
+    _randomize(model)
+    src = tmp_path / "fp8"
+    model.float().save_pretrained(src)
+    tensors = load_file(src / "model.safetensors")
+    for name in [k for k in tensors if k.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight",
+                                                   "o_proj.weight"))]:
+        tensors[name], tensors[name + "_scale_inv"] = _fp8_block(tensors[name])
+    save_file(tensors, src / "model.safetensors", metadata={"format": "pt"})
+    cfg = json.loads((src / "config.json").read_text())
+    cfg.update(PUBLISHED_KEYS, num_mtp_modules=0, quantization_config={
+        "activation_scheme": "dynamic", "fmt": "float8_e4m3fn", "quant_method": "fp8", "weight_block_size": [128, 128],
+        "modules_to_not_convert": ["gate", "e_score_correction_bias", "lm_head"]})
+    (src / "config.json").write_text(json.dumps(cfg, indent=2))
+    dst = tmp_path / "tp3"
+    plan = _mirror(src, dst, 3)
+    scales = {t.name.rpartition("self_attn.")[2]: t.op.scale for t in plan.tensors if t.padded}
+    assert scales["q_proj.weight"] is None and scales["q_proj.weight_scale_inv"] == math.sqrt(1.5)
+    assert scales["k_norm.weight"] == 1 / math.sqrt(1.5) and scales["v_proj.weight_scale_inv"] is None
+
+    def dequantized(folder, state):  # the same checkpoint as float64 weights, read by transformers
+        out = tmp_path / f"{folder.name}-f64"
+        out.mkdir()
+        save_file({k: v.contiguous() for k, v in _dequantize(state).items()}, out / "model.safetensors",
+                  metadata={"format": "pt"})
+        config = json.loads((folder / "config.json").read_text())
+        del config["quantization_config"]
+        (out / "config.json").write_text(json.dumps(config))
+        return out
+
+    padded = {}
+    for f in sorted(dst.glob("model*.safetensors")):
+        padded.update(load_file(f))
+    a, b = _logits(None, dequantized(src, tensors)), _logits(None, dequantized(dst, padded))
+    delta = _rel(a, b)
+    print(f"FP8 block, factor folded into float32 scales: {delta:.2e}")
+    assert delta < 1e-6
