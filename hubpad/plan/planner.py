@@ -167,7 +167,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
     copied, skipped = _other_files(inputs.files, inputs.names)
     vocab = vocab_info(int(inputs.text.get("vocab_size") or inputs.config.get("vocab_size") or 0), tp)
-    new_config = {**_new_config(inputs.config, dims, inputs.adapter.text_config), **relabelled_config_keys(relabelled)}
+    new_config = {**_new_config(inputs.config, dims, inputs.adapter), **relabelled_config_keys(relabelled)}
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,
@@ -434,16 +434,23 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
     return dims
 
 
-def _new_config(config: dict, dims: list[Dim], text_config: str | None = None) -> dict:
+def _new_config(config: dict, dims: list[Dim], adapter: Adapter) -> dict:
     """config.json of the derivative: upstream's with the padded dims (head_dim always written explicitly), in
-    `text_config` when the language model's dims live there."""
+    `text_config` when the language model's dims live there, and the keys tied to them (adapter.tied_keys)."""
     merged = dict(config)
     target = merged
-    if text_config is not None:
-        target = merged[text_config] = dict(config[text_config])
+    if adapter.text_config is not None:
+        target = merged[adapter.text_config] = dict(config[adapter.text_config])
     for d in dims:
         for k in d.config_keys:
             target[k] = d.after
+    for path in adapter.tied_values(config):
+        *parents, last = path.split(".")
+        node = target
+        for part in parents:
+            node[part] = dict(node[part])
+            node = node[part]
+        node[last] = target[adapter.tied_keys[path]]
     return merged
 
 

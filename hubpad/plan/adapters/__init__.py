@@ -14,7 +14,7 @@ from hubpad.plan.adapters.glm import GLM4_MOE, GLM4V_MOE
 from hubpad.plan.adapters.gpt_oss import GPT_OSS
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
-from hubpad.plan.adapters.minimax import MINIMAX_M2
+from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3
 from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
@@ -25,7 +25,8 @@ __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "che
 
 ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
-                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, MINIMAX_M2]
+                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, MINIMAX_M2,
+                           MINIMAX_M3]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL}

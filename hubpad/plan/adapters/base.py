@@ -169,6 +169,9 @@ class Adapter:
     # norm's mean square by r = H'/H (kv heads for k); the planner scales the projection's stored rows by sqrt(r) and
     # the norm weight by 1/sqrt(r) instead, which restores it with eps untouched (plan/ops.py `scaled`).
     layer_qk_norms: dict[str, str] = field(default_factory=dict)
+    # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
+    # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
+    tied_keys: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
@@ -258,6 +261,23 @@ class Adapter:
     def is_layer_qk_norm(self, module: str) -> bool:
         return any(module.endswith("." + norm) and re.match(self.layers + re.escape(norm) + "$", module)
                    for norm in self.layer_qk_norms.values())
+
+    def tied_values(self, config: dict) -> dict[str, object]:
+        """Each tied key present in the language model's config (tied_keys), with its value; ConfigError when one
+        differs from the key it is tied to."""
+        text, out = self.dims_config(config), {}
+        for path, key in self.tied_keys.items():
+            node, *rest = path.split(".")
+            value = text.get(node)
+            for part in rest:
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is None:
+                continue
+            if value != text.get(key):
+                raise ConfigError(f"config.json: {path} is {value!r}, not {key} ({text.get(key)!r}); {self.name} "
+                                  f"needs them equal (vLLM shards one with the other)")
+            out[path] = value
+        return out
 
     def is_per_head_norm(self, module: str) -> bool:
         return self.per_head_norms and bool(re.search(self.layers + r"self_attn\.[qk]_norm$", module))

@@ -22,8 +22,11 @@ TP size exceeds num_local_experts. vLLM reads `scoring_func` and `rotary_dim` fr
 
 from __future__ import annotations
 
-from hubpad.plan.adapters.base import ATTENTION, COPY_MODULES, COPY_PARAMS, Adapter, L, Role
+from hubpad.errors import ConfigError
+from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, Adapter, L, Role,
+                                       one_shared_expert, under)
 from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.heads import HeadShape
 
 
 class MiniMaxM2Adapter(Adapter):
@@ -46,4 +49,63 @@ MINIMAX_M2 = MiniMaxM2Adapter(
     tp_at_most_experts=True,
     vllm_reads={"scoring_func": "vLLM's MiniMaxM2MoE reads (config.scoring_func) without a default: it stops at load",
                 "rotary_dim": "vLLM's MiniMaxM2Attention reads (config.rotary_dim) without a default: it stops at load"},
+)
+
+
+# MiniMax-M3 (`minimax_m3_vl`): the language model under `language_model.model.` (lm_head `language_model.lm_head`), its
+# dims in text_config, the vision tower (`vision_tower.`, `multi_modal_projector.`, `patch_merge_mlp.`) beside it.
+_M3 = "language_model.model."
+_M3_LAYERS = under(_M3, [L])[0]
+
+
+class MiniMaxM3Adapter(Adapter):
+    """MiniMax-M3: GQA with per-head (Gemma-style) q/k norms, so zero heads stay zero; a lightning indexer on the sparse
+    layers whose `index_q_proj` holds one head per kv head (vLLM's MinimaxM3QKVParallelLinearWithIndexer asserts
+    sparse_num_index_heads == num_key_value_heads and shards index_q exactly like k/v, index_head_dim == head_dim), so
+    it is padded with the kv heads, and both index head counts (`index_n_heads`, `sparse_attention_config.
+    sparse_num_index_heads`) follow num_key_value_heads; its single `index_k_proj` head is replicated on every rank and
+    stays as it is. A padded index head scores every key block 0 and selects blocks for its padded kv group only, whose
+    zero q heads add nothing. Dense layers (`mlp.*`, dense_intermediate_size), routed experts with sigmoid + bias
+    routing and one shared expert of the routed width (vLLM: intermediate_size x n_shared_experts). The vision tower is
+    copied and replicated on every rank (`--mm-encoder-tp-mode data`; vLLM's class sets supports_encoder_tp_data).
+    vLLM serves it with MiniMaxM3SparseForConditionalGeneration and its minimax_m3 tool-call / reasoning parsers."""
+
+    def head_shape(self, config: dict) -> HeadShape:
+        hd = int(config.get("head_dim") or 0)
+        sparse = config.get("sparse_attention_config") or {}
+        index_dim = int(config.get("index_head_dim") or sparse.get("sparse_index_dim") or hd)
+        if index_dim != hd:
+            raise ConfigError(f"config.json: the indexer's head dim {index_dim} differs from head_dim {hd}; vLLM's "
+                              f"MiniMax-M3 shards index_q with head_dim rows per kv head")
+        shape = HeadShape.uniform(hd)
+        return HeadShape({**shape.widths, "index": index_dim}, {**shape.labels, "index": "index_q_proj rows"},
+                         kv_heads=True, config_head_dim=hd)
+
+    def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
+        one_shared_expert(config)
+        return super().intermediate_sizes(config)
+
+    def serving(self, config: dict) -> dict:
+        out = serving(tool="minimax_m3", reasoning="minimax_m3",
+                      features=("arch:MiniMaxM3SparseForConditionalGeneration", "flag:mm-encoder-tp-mode"))
+        return {**out, "mm_encoder_tp_mode": "data"}
+
+
+MINIMAX_M3 = MiniMaxM3Adapter(
+    name="minimax_m3_vl", model_types=("minimax_m3_vl",),
+    linear_patterns=under(_M3, ATTENTION + DENSE_MLP + [
+        (L + r"self_attn\.index_q_proj$", Role("kv", "index")),
+        (L + r"block_sparse_moe\.experts\.\d+\.w[13]$", Role("rows", "expert")),
+        (L + r"block_sparse_moe\.experts\.\d+\.w2$", Role("cols", "expert")),
+        (L + r"block_sparse_moe\.shared_experts\.(gate_proj|up_proj)$", Role("rows", "expert")),
+        (L + r"block_sparse_moe\.shared_experts\.down_proj$", Role("cols", "expert")),
+    ]),
+    copy_modules=under(_M3, COPY_MODULES + [L + r"block_sparse_moe\.gate$", L + r"self_attn\.index_k_proj$",
+                                            L + r"self_attn\.index_[qk]_norm$"])
+    + [r"^language_model\.lm_head$", r"^vision_tower\.", r"^multi_modal_projector\.", r"^patch_merge_mlp\."],
+    copy_params=under(_M3, COPY_PARAMS + [L + r"block_sparse_moe\.e_score_correction_bias$"]),
+    intermediate_keys={"dense": ("dense_intermediate_size",), "expert": ("intermediate_size", "shared_intermediate_size")},
+    per_head_norms=True, text_config="text_config", layers=_M3_LAYERS, tp_at_most_experts=True,
+    tied_keys={"index_n_heads": "num_key_value_heads",
+               "sparse_attention_config.sparse_num_index_heads": "num_key_value_heads"},
 )
