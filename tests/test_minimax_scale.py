@@ -42,3 +42,33 @@ def test_minimax_m2_plan_at_published_scale(m2, tp):
     assert groups["q_proj.weight"]["after"] == [heads * 128, 3072] and "scale" not in groups["q_proj.weight"]
     assert all(g["count"] == 62 for g in groups.values())
     assert sum(g["bytes_added"] for g in groups.values()) == extra
+
+
+@pytest.fixture(scope="module")
+def m3(tmp_path_factory):
+    from tests.minimax_real import M3_CONFIG, m3_tensors
+
+    return write_checkpoint(tmp_path_factory.mktemp("m3") / "MiniMax-M3", M3_CONFIG, m3_tensors(), n_shards=4,
+                            header_only=True)
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_minimax_m3_plan_at_published_scale(m3, tp):
+    """MiniMax-M3 (BF16, 64 / 4 heads, the indexer on 57 layers: tests/minimax_real.py says what is assumed): 96 / 6
+    heads at TP 3 and 6 (2 and 1 kv heads per rank), index_q_proj with them, both index head counts 6, no MLP padding
+    (12288, 3072 and the shared 3072 divide), nothing rescaled, the vision tower copied: +6.60 GB."""
+    result = cli("plan", m3, "--tp", str(tp), "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    after = {d["config_key"]: d["after"] for d in plan["dims"]}
+    assert after == {"num_attention_heads": 96, "num_key_value_heads": 6, "head_dim": 128,
+                     "dense_intermediate_size": 12288, "intermediate_size": 3072}
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    rows = {r["dim"]: r for r in plan["rank_table"]}
+    assert rows["index_q_proj rows"]["total"] == 768 and rows["index_q_proj rows"]["per_rank"] == 768 // 6 * (6 // tp)
+    assert plan["config_changes"]["text_config.sparse_attention_config"][1]["sparse_num_index_heads"] == 6
+    groups = {g["pattern"].rpartition("self_attn.")[2]: g for g in plan["tensors"]["padded_groups"]}
+    assert set(groups) == {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight", "index_q_proj.weight"}
+    assert groups["index_q_proj.weight"]["after"] == [768, 6144] and groups["index_q_proj.weight"]["count"] == 57
+    assert not any("scale" in g for g in groups.values())
+    assert sum(g["bytes_added"] for g in groups.values()) == 6_596_591_616

@@ -48,7 +48,7 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
         why.append(f"{kv} kv heads neither divide nor are divided by tp {tp}")
         return why
     for key, width in hs.widths.items():
-        per_rank = (kvr if key == "kv" else h // tp) * width
+        per_rank = (kvr if key in hs.per_kv else h // tp) * width
         if per_rank % a.of(key):
             why.append(f"{hs.labels[key]} per rank {per_rank} % {a.of(key)} != 0")
     if adapter.hidden_must_divide_by_heads and hidden % h:
@@ -140,8 +140,9 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
     if hs.kv_heads:  # MLA has none: its latent KV is replicated
         rule = f"{kv2} % {tp} == 0" if kv2 >= tp else f"{tp} % {kv2} == 0 (replicated)"
         row("kv heads", kv2, kvr, kvr is not None, rule)
-    for key in sorted(hs.widths, key=lambda k: k == "kv"):  # head-sharded layers first, then k/v
-        count, per = (kv2, kvr if hs.kv_heads else None) if key == "kv" else (h2, h2 // tp if h2 % tp == 0 else None)
+    for key in sorted(hs.widths, key=lambda k: k in hs.per_kv):  # head-sharded layers first, then kv-sharded ones
+        count, per = ((kv2, kvr if hs.kv_heads else None) if key in hs.per_kv
+                      else (h2, h2 // tp if h2 % tp == 0 else None))
         if per is not None:
             n, a = per * hs.widths[key], aligns.of(key)
             row(hs.labels[key], count * hs.widths[key], n, n % a == 0, f"{n} % {a} == 0")

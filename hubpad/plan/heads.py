@@ -19,7 +19,8 @@ class HeadShape:
     `labels` names each key in plans and errors; `kv_heads` is False where there are no kv heads to shard
     (MLA); `config_head_dim` is written to config.json as head_dim (None: head_dim is not a free key there).
     `latent_kv` is MLA's cached latent per token and layer (kv_lora_rank + qk_rope_head_dim), which vLLM keeps
-    whole on every rank; None: the cache holds K and V of `widths["kv"]` per kv head.
+    whole on every rank; None: the cache holds K and V of `widths["kv"]` per kv head. `per_kv`: the keys sharded with
+    the kv heads ("kv", and MiniMax-M3's indexer "index").
     """
 
     widths: dict[str, int]
@@ -27,6 +28,7 @@ class HeadShape:
     kv_heads: bool = True
     config_head_dim: int | None = None
     latent_kv: int | None = None
+    per_kv: tuple[str, ...] = ("kv",)  # the keys whose width is per kv head (the rest: per attention head)
 
     @staticmethod
     def uniform(head_dim: int) -> "HeadShape":

@@ -79,7 +79,7 @@ class MiniMaxM3Adapter(Adapter):
                               f"MiniMax-M3 shards index_q with head_dim rows per kv head")
         shape = HeadShape.uniform(hd)
         return HeadShape({**shape.widths, "index": index_dim}, {**shape.labels, "index": "index_q_proj rows"},
-                         kv_heads=True, config_head_dim=hd)
+                         kv_heads=True, config_head_dim=hd, per_kv=("kv", "index"))
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
         one_shared_expert(config)
