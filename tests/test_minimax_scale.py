@@ -42,6 +42,8 @@ def test_minimax_m2_plan_at_published_scale(m2, tp):
     assert groups["q_proj.weight"]["after"] == [heads * 128, 3072] and "scale" not in groups["q_proj.weight"]
     assert all(g["count"] == 62 for g in groups.values())
     assert sum(g["bytes_added"] for g in groups.values()) == extra
+    report = cli("plan", m2, "--tp", str(tp)).output  # the text report says what is rescaled and by how much
+    assert f"model.layers.*.self_attn.q_norm.weight x {1 / math.sqrt(r):.6f}" in report
 
 
 @pytest.fixture(scope="module")
