@@ -86,8 +86,9 @@ class MiniMaxM3Adapter(Adapter):
         return super().intermediate_sizes(config)
 
     def serving(self, config: dict) -> dict:
-        out = serving(tool="minimax_m3", reasoning="minimax_m3",
-                      features=("arch:MiniMaxM3SparseForConditionalGeneration", "flag:mm-encoder-tp-mode"))
+        # The first vLLM release with M3's class and parsers was not read (vllm.py has no entry): no feature is named,
+        # so the card states no minimum rather than the --mm-encoder-tp-mode flag's 0.10.2, which M3 long postdates.
+        out = serving(tool="minimax_m3", reasoning="minimax_m3")
         return {**out, "mm_encoder_tp_mode": "data"}
 
 
