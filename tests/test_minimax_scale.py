@@ -74,3 +74,33 @@ def test_minimax_m3_plan_at_published_scale(m3, tp):
     assert groups["index_q_proj.weight"]["after"] == [768, 6144] and groups["index_q_proj.weight"]["count"] == 57
     assert not any("scale" in g for g in groups.values())
     assert sum(g["bytes_added"] for g in groups.values()) == 6_596_591_616
+
+
+def test_minimax_m2_refuses_a_layout_it_cannot_rescale(tmp_path):
+    """q/k projections in NVFP4 (compressed-tensors): the factor has no float scale of its own to go into exactly
+    (per-16 FP8 scales, a global divisor shared by the whole tensor), and hubpad does not rescale such layers: refused
+    with the reason, before anything is written."""
+    from tests.minimax_real import M2_CONFIG, m2_tensors
+
+    cfg = dict(M2_CONFIG, num_hidden_layers=1, num_local_experts=8, attn_type_list=[1], quantization_config={
+        "quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "quantization_status": "compressed",
+        "config_groups": {"all": {"targets": ["Linear"], "format": "nvfp4-pack-quantized",
+                                  "weights": {"num_bits": 4, "type": "float", "symmetric": True,
+                                              "strategy": "tensor_group", "group_size": 16, "dynamic": False,
+                                              "scale_dtype": "torch.float8_e4m3fn"}}},
+        "ignore": ["lm_head", "re:.*block_sparse_moe.gate$"]})
+    tensors = []
+    for name, dtype, shape in m2_tensors(cfg):
+        if name.endswith("weight_scale_inv"):
+            continue
+        if dtype == "F8_E4M3":
+            module = name[:-len(".weight")]
+            tensors += [(module + ".weight_packed", "U8", (shape[0], shape[1] // 2)),
+                        (module + ".weight_scale", "F8_E4M3", (shape[0], shape[1] // 16)),
+                        (module + ".weight_global_scale", "F32", (1,))]
+        else:
+            tensors.append((name, dtype, shape))
+    src = write_checkpoint(tmp_path / "m2-nvfp4", cfg, tensors, n_shards=1, header_only=True)
+    result = cli("plan", src, "--tp", "3")
+    assert result.exit_code == 1
+    assert "a nvfp4 layer cannot be rescaled (its q/k norm spans all heads" in result.output
