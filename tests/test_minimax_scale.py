@@ -104,3 +104,17 @@ def test_minimax_m2_refuses_a_layout_it_cannot_rescale(tmp_path):
     result = cli("plan", src, "--tp", "3")
     assert result.exit_code == 1
     assert "a nvfp4 layer cannot be rescaled (its q/k norm spans all heads" in result.output
+
+
+def test_minimax_m2_without_its_qk_norm_weights_is_refused(tmp_path):
+    """vLLM's MiniMaxM2Attention (and transformers') normalizes q/k over all heads whether or not the checkpoint has
+    the norm weights (ones then): zero heads would change the norm, and there is no weight to rescale. Refused."""
+    from tests.minimax_real import M2_CONFIG, m2_tensors
+
+    cfg = dict(M2_CONFIG, num_hidden_layers=1, num_local_experts=8, attn_type_list=[1])
+    tensors = [t for t in m2_tensors(cfg) if not t[0].endswith(("q_norm.weight", "k_norm.weight"))]
+    src = write_checkpoint(tmp_path / "m2-no-norms", cfg, tensors, n_shards=1, header_only=True)
+    result = cli("plan", src, "--tp", "3")
+    assert result.exit_code == 1
+    assert "no model.layers.0.self_attn.q_norm.weight, but vLLM and transformers normalize" in result.output
+    assert cli("plan", src, "--tp", "4").exit_code == 0  # no heads added: nothing to rescale

@@ -505,8 +505,12 @@ def _layer_norm_factors(m: _Modules, shape: _Shape, h2: int, kv2: int) -> dict:
     out: dict = {}
     for module, role in m.roles.items():
         norm = m.norm_of.get(module) if role.kind in ("q", "kv") else None
+        heads, heads2 = (shape.heads, h2) if role.kind == "q" else (shape.kv, kv2)
+        if norm is not None and norm not in m.layer_norms and heads2 != heads:
+            raise ConfigError(f"tensor {module}: no {norm}.weight, but vLLM and transformers normalize its output over "
+                              f"all heads anyway (with a weight of ones), so zero heads would change it; hubpad "
+                              f"rescales only with the norm's weight in the checkpoint")
         if norm in m.layer_norms:
-            heads, heads2 = (shape.heads, h2) if role.kind == "q" else (shape.kv, kv2)
             if m.layer_norms[norm].shape != (heads * shape.head_dim,):
                 raise ConfigError(f"tensor {norm}.weight: shape {list(m.layer_norms[norm].shape)}, expected "
                                   f"[{heads * shape.head_dim}] (a norm over {heads} heads of {shape.head_dim})")
