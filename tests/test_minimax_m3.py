@@ -1,10 +1,11 @@
-"""MiniMax-M3 (`minimax_m3_vl`): pad a tiny real transformers MiniMaxM3SparseForConditionalGeneration and compare float64
-logits.
+"""MiniMax-M3 (`minimax_m3_vl`): pad a tiny real transformers MiniMaxM3SparseForConditionalGeneration and compare
+float64 logits.
 
 The tiny model carries what the published one does, under the published names (transformers' save writes them):
 `language_model.model.layers.N.*`, a dense first layer (`mlp.*`) and a sparse MoE layer (`block_sparse_moe.experts.N.
 w1/w2/w3`, one shared expert, the gate and `e_score_correction_bias`), per-head Gemma-style q/k norms, a lightning
-indexer on the sparse layer (`index_q_proj` one head per kv head; 64 heads / 4 kv as published, a single-head `index_k_proj`, their norms) with
+indexer on the sparse layer (`index_q_proj` one head per kv head, 64 heads / 4 kv as published; a single-head
+`index_k_proj`; their norms) with
 blocks small enough that the selection matters (16 tokens, blocks of 4, top 2), and a vision tower with its
 projectors. The config also carries `sparse_attention_config` as published configs do (vLLM reads it there).
 transformers' RMSNorm casts to float32; the float64 comparisons compute it in float64 (`_norm64`).

@@ -73,7 +73,8 @@ def scaled(t: TensorInfo, op: PadOp, factor: float) -> PadOp:
         raise ConfigError(f"tensor {t.name}: {t.dtype} elements cannot be rescaled (hubpad rescales "
                           f"{', '.join(sorted(SCALABLE))})")
     if op.kind == "copy":
-        rows, width = math.prod(t.shape[:-1]) if len(t.shape) > 1 else 1, t.shape[-1] * t.itemsize if t.shape else t.itemsize
+        rows = math.prod(t.shape[:-1]) if len(t.shape) > 1 else 1
+        width = (t.shape[-1] if t.shape else 1) * t.itemsize
         op = PadOp("pad", 1, rows, width, rows, width, b"\x00" * t.itemsize)
     if op.kind != "pad" or op.new_row_bytes != op.row_bytes:
         raise HubpadError(f"tensor {t.name}: internal error, a scaled copy of a {op.kind} op that widens rows")

@@ -249,10 +249,10 @@ def _padded_groups(value: Any) -> list[dict[str, Any]]:
         shape = [[int(x) for x in g.get(k) or []] for k in ("before", "after")]
         scale = g.get("scale")
         scale = float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0 else None
+        root = None if scale is None else f"{'√' if scale >= 1 else '1/√'}{max(scale, 1 / scale) ** 2:.6g}"
         groups.append({"pattern": str_or_none(g["pattern"]), "before": shape[0], "after": shape[1],
                        "count": int(g.get("count") or 0), "scale": scale,
-                       "scale_text": None if scale is None else
-                       f"{scale:.6f} = {'√' if scale >= 1 else '1/√'}{(scale if scale >= 1 else 1 / scale) ** 2:.6g}"})
+                       "scale_text": None if scale is None else f"{scale:.6f} = {root}"})
     return groups
 
 

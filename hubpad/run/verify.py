@@ -99,7 +99,8 @@ def check_scaled(t: TensorPlan, want: bytes, got: bytes, factor: float) -> None:
             if nb < 0 or nb >> (8 * s) or (nb ^ code) >> (8 * s - 1):  # out of range, or across the sign bit
                 continue
             z = decode_element(t.dtype, nb.to_bytes(s, "little"))
-            if math.isfinite(z) and (abs(Fraction(z) - exact) < err or (abs(Fraction(z) - exact) == err and nb % 2 == 0)):
+            dz = abs(Fraction(z) - exact) if math.isfinite(z) else None
+            if dz is not None and (dz < err or (dz == err and nb % 2 == 0)):
                 raise IntegrityError(f"tensor {t.name}: scaled element {y!r} is not {x!r} x {factor!r} rounded "
                                      f"to the nearest {t.dtype} value ({z!r} is nearer, or as near and even)")
 

@@ -48,7 +48,8 @@ MINIMAX_M2 = MiniMaxM2Adapter(
     layer_qk_norms={"self_attn.q_proj": "self_attn.q_norm", "self_attn.k_proj": "self_attn.k_norm"},
     tp_at_most_experts=True,
     vllm_reads={"scoring_func": "vLLM's MiniMaxM2MoE reads (config.scoring_func) without a default: it stops at load",
-                "rotary_dim": "vLLM's MiniMaxM2Attention reads (config.rotary_dim) without a default: it stops at load"},
+                "rotary_dim": "vLLM's MiniMaxM2Attention reads (config.rotary_dim) without a default: it stops at "
+                              "load"},
 )
 
 
@@ -105,7 +106,8 @@ MINIMAX_M3 = MiniMaxM3Adapter(
                                             L + r"self_attn\.index_[qk]_norm$"])
     + [r"^language_model\.lm_head$", r"^vision_tower\.", r"^multi_modal_projector\.", r"^patch_merge_mlp\."],
     copy_params=under(_M3, COPY_PARAMS + [L + r"block_sparse_moe\.e_score_correction_bias$"]),
-    intermediate_keys={"dense": ("dense_intermediate_size",), "expert": ("intermediate_size", "shared_intermediate_size")},
+    intermediate_keys={"dense": ("dense_intermediate_size",),
+                       "expert": ("intermediate_size", "shared_intermediate_size")},
     per_head_norms=True, text_config="text_config", layers=_M3_LAYERS, tp_at_most_experts=True,
     tied_keys={"index_n_heads": "num_key_value_heads",
                "sparse_attention_config.sparse_num_index_heads": "num_key_value_heads"},
