@@ -42,6 +42,7 @@ class Family:
     reference_tp: dict[int, int] = field(default_factory=dict)
     seed: int = 0  # another where seed 0 leaves a greedy step near a tie (serving.MIN_MARGIN)
     drop_keys: tuple[str, ...] = ()  # keys transformers saves that published configs state another way
+    dtype: torch.dtype = torch.bfloat16  # what the checkpoint is saved in
 
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
@@ -112,6 +113,17 @@ FAMILIES: dict[str, Family] = {
                                              moe_intermediate_size=64)),
     "deepseek_v3": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, mtp=MTP_EXTRAS, engine=_CPU_MLA,
                           reference_tp=_SAME_HEADS_PER_RANK),
+    # MiniMax-M2: q/k norms over all heads, so hubpad rescales q/k (adapters/minimax.py). Saved in float32, so the
+    # rescaled values round at float32 (2^-24), not BF16: the comparison then measures the padding, within float32
+    # noise. Softmax routing: vLLM's CPU router asserts scoring_func == "softmax" for a router without groups or a
+    # custom function (cpu_router.py), so the published sigmoid + bias routing does not run on the CPU build
+    # (test_serve_families.py expects that failure); with softmax, that router takes plain top-k and leaves the
+    # correction bias (loaded, use_routing_bias) unused, in the original and the derivative alike.
+    "minimax_m2": Family("minimax_m2", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+                                            rotary_dim=16, use_qk_norm=True),
+                         published_keys={"scoring_func": "softmax", "use_routing_bias": True,
+                                         "qk_norm_type": "per_layer"}, dtype=torch.float32,
+                         seed=4),  # seed 0: a greedy step 5.2e-3 from a tie (seen in vLLM, and in transformers)
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
                       reference_tp=_SAME_HEADS_PER_RANK),
 }
@@ -128,7 +140,7 @@ def build(family: str, path: Path, seed: int | None = None) -> Path:
     cfg = transformers.CONFIG_MAPPING[f.model_type](**dict(COMMON, **f.config))
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
     randomize(model)
-    model.to(torch.bfloat16).save_pretrained(path)
+    model.to(f.dtype).save_pretrained(path)
     add_tokenizer(path)
     if f.mtp:
         add_mtp_layer(path, cfg, dtype=torch.bfloat16, extras=f.mtp)

@@ -40,6 +40,7 @@ CASES = [
     pytest.param("deepseek_v3", 3, id="deepseek_v3-tp3"),
     pytest.param("deepseek_v3", 6, id="deepseek_v3-tp6"),
     pytest.param("kimi_k2", 3, id="kimi_k2-tp3"),
+    pytest.param("minimax_m2", 3, id="minimax_m2-tp3"),  # q/k rescaled (float32 checkpoint, softmax routing)
 ]
 
 
@@ -102,3 +103,60 @@ def test_mimo_v2_flash_with_equal_head_widths_serves_the_originals_outputs(tmp_p
     run = serving.run_vllm([serving.job(dst, tp, **engine)], tmp_path / f"run-tp{tp}",
                            plugins=serving.install_plugin(dst, tmp_path / "plugin"))
     serving.assert_same_outputs(original, run.ok(0), f"mimo_v2_flash TP=1 vs derivative TP={tp}")
+
+
+def test_minimax_m2_published_sigmoid_routing_stops_in_the_cpu_router(zoo, tmp_path):
+    """MiniMax-M2 as published routes with sigmoid + e_score_correction_bias; vLLM's CPU router (cpu_router.py
+    CPURouter._compute_routing) runs softmax top-k only for a router without groups or a custom routing function:
+    `assert self.scoring_func == "softmax"`. So the CPU build cannot serve the published routing, padded or not."""
+    import shutil
+
+    upstream = tmp_path / "sigmoid"
+    shutil.copytree(zoo.upstream("minimax_m2"), upstream)
+    config = json.loads((upstream / "config.json").read_text())
+    (upstream / "config.json").write_text(json.dumps({**config, "scoring_func": "sigmoid", "use_routing_bias": True}))
+    run = serving.run_vllm([serving.job(upstream, 1)], tmp_path / "run")
+    assert not (run.results and run.results[0]["ok"])
+    assert 'assert self.scoring_func == "softmax"' in run.log and "AssertionError" in run.log
+
+
+def test_minimax_m3_has_no_path_in_vllms_cpu_build(tmp_path):
+    """vLLM's MiniMax-M3 classes (vllm/models/minimax_m3: nvidia/ on every platform but ROCm) cannot run on its CPU
+    build. Here the engine stops first at the model inspection: nvidia/model.py imports common/mm_preprocess.py, whose
+    processor (transformers_utils/processors/minimax_m3.py) imports torchvision, which the serving venv leaves out
+    (requirements/serve.txt; as for Qwen3-VL, test_serve_vlm.py). Behind it, the CPU build lacks what the M3 classes
+    call on every forward: the custom op fused_minimax_m3_qknorm_rope_kv_insert and flashinfer (their Gemma RMSNorm),
+    checked by importing them in the serving venv. The tiny M3 of tests/test_minimax_m3.py, saved in BF16 with a
+    tokenizer (head_dim 64)."""
+    import subprocess
+
+    import torch
+    import transformers
+
+    from tests import serve_models
+    from tests.test_minimax_m3 import PUBLISHED_TEXT, TEXT, VISION
+
+    text = dict(TEXT, vocab_size=serve_models.VOCAB, num_attention_heads=8, num_key_value_heads=2, head_dim=64,
+                index_n_heads=2, index_head_dim=64, hidden_size=128, rotary_dim=32)
+    cfg = transformers.CONFIG_MAPPING["minimax_m3_vl"](text_config=text, vision_config=VISION, projector_hidden_size=64)
+    model = transformers.AutoModelForImageTextToText.from_config(cfg)
+    upstream = tmp_path / "m3"
+    model.to(torch.bfloat16).save_pretrained(upstream)
+    serve_models.add_tokenizer(upstream)
+    config = json.loads((upstream / "config.json").read_text())
+    published = dict(PUBLISHED_TEXT, sparse_attention_config=dict(PUBLISHED_TEXT["sparse_attention_config"],
+                                                                  sparse_index_dim=64, sparse_num_index_heads=2))
+    config["text_config"].update(published, rope_theta=5000000.0, partial_rotary_factor=0.5)
+    (upstream / "config.json").write_text(json.dumps(config, indent=2))
+    run = serving.run_vllm([serving.job(upstream, 1)], tmp_path / "run")
+    assert not (run.results and run.results[0]["ok"])
+    assert "Model architectures ['MiniMaxM3SparseForConditionalGeneration'] failed to be inspected" in run.log
+    assert "No module named 'torchvision'" in run.log
+
+    probe = ("import torch, vllm._custom_ops\n"
+             "try:\n    torch.ops._C.fused_minimax_m3_qknorm_rope_kv_insert\nexcept AttributeError as e:\n    print(e)\n"
+             "try:\n    import flashinfer\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([serving.vllm_python(), "-c", probe], capture_output=True, text=True, timeout=600,
+                         env=serving.vllm_env()).stdout
+    assert "'_OpNamespace' '_C' object has no attribute 'fused_minimax_m3_qknorm_rope_kv_insert'" in out
+    assert "No module named 'flashinfer'" in out

@@ -98,6 +98,10 @@ def plan_text(plan: Plan, parts: list[dict] | None = None, width: int | None = N
         lines += table([["tensor", "before", "after", "count", "bytes added"]] +
                         [[g["pattern"], str(g["before"]), str(g["after"]), str(g["count"]), human(g["bytes_added"])]
                          for g in groups])
+        scaled = [g for g in groups if "scale" in g]
+        if scaled:  # a scaled copy (MiniMax-M2's q/k norm over all heads): the values change, not only the shape
+            lines.append("  rescaled (every stored value x the factor, rounded to its dtype; hubpad verify checks "
+                         "each): " + "; ".join(f"{g['pattern']} x {g['scale']:.6f}" for g in scaled))
     else:
         lines.append("  (none)")
     lines.append("")

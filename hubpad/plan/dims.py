@@ -70,7 +70,7 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
 def _count_per_rank(key: str, h: int, kvr: int, hs: HeadShape, tp: int) -> int:
     """Heads each rank holds of the layers with width key `key`: kv heads (the config's, or a layer type's own
     heads // group), else attention heads."""
-    if key == "kv":
+    if key in hs.per_kv:
         return kvr
     if key in hs.kv_groups:
         return kv_per_rank(h // hs.kv_groups[key], tp) or 0
@@ -169,8 +169,8 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
         kr = kv_per_rank(k2, tp) if h2 % group == 0 else None
         rule = f"{k2} % {tp} == 0" if k2 >= tp else f"{tp} % {k2} == 0 (replicated)"
         row(f"{key.rsplit('_', 1)[-1]} kv heads", k2, kr, kr is not None, f"{h2} / {group} = {rule}")
-    for key in sorted(hs.widths, key=lambda k: k == "kv" or k in hs.kv_groups):  # head-sharded layers first, then k/v
-        if key == "kv":
+    for key in sorted(hs.widths, key=lambda k: k in hs.per_kv or k in hs.kv_groups):  # head-sharded layers first, then k/v
+        if key in hs.per_kv:
             count, per = kv2, kvr if hs.kv_heads else None
         elif key in hs.kv_groups:
             count = h2 // hs.kv_groups[key]

@@ -23,6 +23,7 @@ class HeadShape:
     `kv_groups`: width keys of k/v layers whose kv head count is not the config's num_key_value_heads but
     heads // group (Gemma 4's global layers, MiMo-V2's sliding layers): key -> query heads per kv head. Padding keeps
     every such group whole, so query head i stays on kv head i // group in every layer type.
+    `per_kv`: the keys sharded with the config's kv heads ("kv", and MiniMax-M3's indexer "index").
     """
 
     widths: dict[str, int]
@@ -31,6 +32,7 @@ class HeadShape:
     config_head_dim: int | None = None
     latent_kv: int | None = None
     kv_groups: dict[str, int] = field(default_factory=dict)
+    per_kv: tuple[str, ...] = ("kv",)  # the keys whose width is per kv head (the rest: per attention head)
 
     def kv_count(self, key: str, heads: int, kv: int) -> int:
         """kv heads of the k/v layers with width key `key`, for `heads` attention heads and `kv` config kv heads."""

@@ -37,7 +37,7 @@ from hubpad.plan.dims import (
 from hubpad.plan import gdn, kda
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
-from hubpad.plan.ops import _pad2d, fused_experts_op, tensor_op
+from hubpad.plan.ops import SCALE_CARRIERS, _pad2d, fused_experts_op, scaled, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
 from hubpad.plan.shards import cut_shards
@@ -101,6 +101,8 @@ class _Modules:
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
+    layer_norms: dict[str, TensorInfo] = field(default_factory=dict)  # q/k norms over all heads (module -> weight)
+    norm_of: dict[str, str] = field(default_factory=dict)  # q/k projection -> the norm over all heads it feeds
 
     def distinct(self) -> list[tuple[str, Role, LinearLayout]]:
         """Each distinct (role, layout) pair of the padded modules, at its first module (in order)."""
@@ -166,7 +168,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
     copied, skipped = _other_files(inputs.files, inputs.names)
     vocab = _vocab(inputs, tp)
-    new_config = {**_new_config(inputs.config, dims, inputs.adapter.text_config), **relabelled_config_keys(relabelled)}
+    new_config = {**_new_config(inputs.config, dims, inputs.adapter), **relabelled_config_keys(relabelled)}
     new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
@@ -358,6 +360,14 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
             m.fused[name] = fused
         else:
             raise ConfigError(f"tensor {name}: not a tensor hubpad knows for {adapter.name}; refusing to guess")
+    if adapter.layer_qk_norms:
+        for module in [mod for mod in m.params if adapter.is_layer_qk_norm(mod)]:
+            params = m.params.pop(module)
+            if set(params) != {"weight"}:
+                raise ConfigError(f"tensor {module}.{sorted(set(params) - {'weight'})[0]}: a q/k norm over all heads "
+                                  f"has a weight only")
+            m.layer_norms[module] = params["weight"]
+        m.norm_of = {mod: norm for mod in m.params if (norm := adapter.layer_qk_norm_of(mod)) is not None}
     layout_of: dict[tuple, LinearLayout] = {}
     for module, params in m.params.items():
         role = m.roles[module] = _role(module, params, adapter, head_dim)
@@ -458,13 +468,13 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
     return dims
 
 
-def _new_config(config: dict, dims: list[Dim], text_config: str | None = None) -> dict:
+def _new_config(config: dict, dims: list[Dim], adapter: Adapter) -> dict:
     """config.json of the derivative: upstream's with the padded dims (head_dim always written explicitly), in
-    `text_config` when the language model's dims live there."""
+    `text_config` when the language model's dims live there, and the keys tied to them (adapter.tied_keys)."""
     merged = dict(config)
     target = merged
-    if text_config is not None:
-        target = merged[text_config] = dict(config[text_config])
+    if adapter.text_config is not None:
+        target = merged[adapter.text_config] = dict(config[adapter.text_config])
     for d in dims:
         for k in d.config_keys:
             outer, _, inner = k.partition(".")
@@ -473,6 +483,13 @@ def _new_config(config: dict, dims: list[Dim], text_config: str | None = None) -
             elif isinstance(target.get(outer), dict) and inner in target[outer]:
                 target[outer] = {**target[outer], inner: d.after}  # a key of a sub-object (KDA's linear_attn_config)
             # else a dotted key naming values deeper down (Gemma 4's per_layer_config): the adapter's padded_config
+    for path in adapter.tied_values(config):
+        *parents, last = path.split(".")
+        node = target
+        for part in parents:
+            node[part] = dict(node[part])
+            node = node[part]
+        node[last] = target[adapter.tied_keys[path]]
     return merged
 
 
@@ -486,21 +503,28 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
     plans: list[TensorPlan] = []
     # A layout is shared by the modules whose parameters have the same names, dtypes and shapes (in order), so a
     # (layout, role) pair fixes every parameter's recipe: (op, shape, nbytes; None: the source's), in order.
-    recipes: dict[tuple[int, int], list[tuple[PadOp, tuple, int | None]]] = {}
+    recipes: dict[tuple[int, int, float], list[tuple[PadOp, tuple, int | None]]] = {}
+    factors = _layer_norm_factors(m, shape, h2, kv2)
     for module, params in m.params.items():
         role = m.roles[module]
         if role.kind == "copy":
             plans.extend(params.values())  # a tensor copied as it is is its own plan
             continue
         lay = m.layouts[module]
-        kind = (id(lay), id(role))  # layouts and roles are shared objects
+        factor = factors.get(module, 1.0)
+        kind = (id(lay), id(role), factor)  # layouts and roles are shared objects
         recipe = recipes.get(kind)
         if recipe is None:
             out2, in2 = padded_features(role, lay, shape.geometry, h2, kv2, new_inter)
-            recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role) for suffix, t in params.items()]
+            recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role, factor) for suffix, t in params.items()]
         plans.extend(t if nbytes is None and op.kind == "copy"  # copied as it is: its own plan
                      else TensorPlan(t.name, t.dtype, shape, t, op, t.nbytes if nbytes is None else nbytes)
                      for t, (op, shape, nbytes) in zip(params.values(), recipe))
+    for module, t in m.layer_norms.items():
+        heads2 = h2 if factors[module][0] == "q" else kv2
+        op = _pad2d(t, 1, (heads2 * shape.head_dim,), b"\x00" * t.itemsize)
+        plans.append(_finish(t, scaled(t, op, 1 / factors[module][1]) if factors[module][1] != 1 else op,
+                             (heads2 * shape.head_dim,)))
     for t in m.plain.values():
         if t.name in m.head_vectors:
             plans.append(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)))
@@ -515,11 +539,44 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
     return plans
 
 
+def _layer_norm_factors(m: _Modules, shape: _Shape, h2: int, kv2: int) -> dict:
+    """For q/k norms over all heads (adapter.layer_qk_norms): each projection's factor sqrt(r), r = heads after /
+    before (kv heads for k), and each norm's (kind, sqrt(r)); a norm needs its projection and the heads' width."""
+    out: dict = {}
+    for module, role in m.roles.items():
+        norm = m.norm_of.get(module) if role.kind in ("q", "kv") else None
+        heads, heads2 = (shape.heads, h2) if role.kind == "q" else (shape.kv, kv2)
+        if norm is not None and norm not in m.layer_norms and heads2 != heads:
+            raise ConfigError(f"tensor {module}: no {norm}.weight, but vLLM and transformers normalize its output over "
+                              f"all heads anyway (with a weight of ones), so zero heads would change it; hubpad "
+                              f"rescales only with the norm's weight in the checkpoint")
+        if norm in m.layer_norms:
+            if m.layer_norms[norm].shape != (heads * shape.head_dim,):
+                raise ConfigError(f"tensor {norm}.weight: shape {list(m.layer_norms[norm].shape)}, expected "
+                                  f"[{heads * shape.head_dim}] (a norm over {heads} heads of {shape.head_dim})")
+            out[module] = math.sqrt(heads2 / heads)
+            out[norm] = (role.kind, out[module])
+    orphan = sorted(set(m.layer_norms) - set(out))
+    if orphan:
+        raise ConfigError(f"tensor {orphan[0]}.weight: a q/k norm over all heads without its q/k projection")
+    return out
+
+
 def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
-            role: Role) -> tuple[PadOp, tuple, int | None]:
-    """(op, new shape, new byte size) of one parameter, checked; the size is None when it is the source's."""
+            role: Role, factor: float = 1.0) -> tuple[PadOp, tuple, int | None]:
+    """(op, new shape, new byte size) of one parameter, checked; the size is None when it is the source's. A layer
+    whose output a norm over all heads takes is rescaled by `factor` in the parameters that carry its scale."""
     if suffix == "bias" and role.kind in ("o", "cols"):  # a bias follows the output dim, not padded here
         return COPY_OP, t.shape, None
+    if factor != 1.0:
+        if lay.name not in SCALE_CARRIERS:
+            raise ConfigError(f"tensor {t.name}: a {lay.name} layer cannot be rescaled (its q/k norm spans all heads; "
+                              f"hubpad rescales {', '.join(SCALE_CARRIERS)} layers)")
+        op, new_shape = tensor_op(t, suffix, lay, out2, in2, role)
+        if suffix in SCALE_CARRIERS[lay.name]:
+            op = scaled(t, op, factor)
+        plan = _finish(t, op, new_shape)
+        return plan.op, plan.shape, (None if plan is t else plan.nbytes)
     plan = _finish(t, *tensor_op(t, suffix, lay, out2, in2, role))
     if plan.op.kind == "copy" and plan.shape == t.shape:
         return plan.op, plan.shape, None

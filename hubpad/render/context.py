@@ -285,6 +285,7 @@ def _padding(manifest: dict, dims: list[dict], tp: int, vocab: dict) -> dict[str
         "rank_table": manifest.get("rank_table") or [],
         "tensors": {"total": tensors.get("total"), "padded": tensors.get("padded"), "copied": tensors.get("copied"),
                     "padded_groups": _padded_groups(tensors.get("padded_groups"))},
+        "rescaled": [g for g in _padded_groups(tensors.get("padded_groups")) if g["scale"] is not None],
         "vocab": vocab,
         "vocab_patch": vocab_patch,
         "vocab_per_rank": (int(vocab["patched_size"]) // tp) if vocab_patch else None,
@@ -298,8 +299,12 @@ def _padded_groups(value: Any) -> list[dict[str, Any]]:
         if not isinstance(g, dict) or not str_or_none(g.get("pattern")):
             continue
         shape = [[int(x) for x in g.get(k) or []] for k in ("before", "after")]
+        scale = g.get("scale")
+        scale = float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0 else None
+        root = None if scale is None else f"{'√' if scale >= 1 else '1/√'}{max(scale, 1 / scale) ** 2:.6g}"
         groups.append({"pattern": str_or_none(g["pattern"]), "before": shape[0], "after": shape[1],
-                       "count": int(g.get("count") or 0)})
+                       "count": int(g.get("count") or 0), "scale": scale,
+                       "scale_text": None if scale is None else f"{scale:.6f} = {root}"})
     return groups
 
 

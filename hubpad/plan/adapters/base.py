@@ -170,6 +170,14 @@ class Adapter:
     layers: str = L
     # Only configs whose architectures include one of these (drafts share their decoder's model_type); (): any.
     architectures: tuple[str, ...] = ()
+    # q/k RMSNorms over all heads of a layer (MiniMax-M2, `qk_norm_type: per_layer`): projection module -> its norm
+    # module, both relative to a layer (e.g. "self_attn.q_proj" -> "self_attn.q_norm"). Zero heads would shrink the
+    # norm's mean square by r = H'/H (kv heads for k); the planner scales the projection's stored rows by sqrt(r) and
+    # the norm weight by 1/sqrt(r) instead, which restores it with eps untouched (plan/ops.py `scaled`).
+    layer_qk_norms: dict[str, str] = field(default_factory=dict)
+    # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
+    # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
+    tied_keys: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
@@ -248,6 +256,34 @@ class Adapter:
         if self.tp_at_most_experts and experts and tp > int(experts):
             raise ConfigError(f"config.json: {experts} routed experts < tp {tp}, and vLLM's {self.name} MoE block "
                               f"refuses a tensor-parallel size larger than the number of experts")
+
+    def layer_qk_norm_of(self, module: str) -> str | None:
+        """The module of the norm over all heads that `module` (a q or k projection) feeds, or None."""
+        for proj, norm in self.layer_qk_norms.items():
+            if module.endswith("." + proj) and re.match(self.layers + re.escape(proj) + "$", module):
+                return module[:-len(proj)] + norm
+        return None
+
+    def is_layer_qk_norm(self, module: str) -> bool:
+        return any(module.endswith("." + norm) and re.match(self.layers + re.escape(norm) + "$", module)
+                   for norm in self.layer_qk_norms.values())
+
+    def tied_values(self, config: dict) -> dict[str, object]:
+        """Each tied key present in the language model's config (tied_keys), with its value; ConfigError when one
+        differs from the key it is tied to."""
+        text, out = self.dims_config(config), {}
+        for path, key in self.tied_keys.items():
+            node, *rest = path.split(".")
+            value = text.get(node)
+            for part in rest:
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is None:
+                continue
+            if value != text.get(key):
+                raise ConfigError(f"config.json: {path} is {value!r}, not {key} ({text.get(key)!r}); {self.name} "
+                                  f"needs them equal (vLLM shards one with the other)")
+            out[path] = value
+        return out
 
     def is_per_head_norm(self, module: str) -> bool:
         return self.per_head_norms and bool(re.search(self.layers + r"self_attn\.[qk]_norm$", module))

@@ -81,6 +81,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # The vocab plugin's hooks (VocabParallelEmbedding padding_size, vllm.general_plugins in every worker) were
     # checked in 0.19.0–0.33.0 (docs: shared reference ecosystem.md §1.0b); older releases are not claimed.
     "plugin:vocab-patch": ("0.19.0", "hubpad's vocab plugin (checked from 0.19.0)"),
+    # MiniMax-M2: model class, both parsers (minimax_m2 and minimax_m2_append_think) in 0.11.1; 0.11.0 has none
+    "arch:MiniMaxM2ForCausalLM": ("0.11.1", "MiniMaxM2ForCausalLM"),
+    "tool:minimax_m2": ("0.11.1", "tool-call parser minimax_m2"),
+    "reasoning:minimax_m2": ("0.11.1", "reasoning parser minimax_m2"),
     # Gemma 4 (gemma4.py, gemma4_mm.py, the gemma4 parsers): in the 0.19.0 wheel, not in 0.18.1. 0.19.0 reads the
     # global layers from global_head_dim / num_global_key_value_heads, later releases from transformers'
     # per_layer_config: the derivative states the padded counts in every form its upstream has.
