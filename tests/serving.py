@@ -63,7 +63,7 @@ def vllm_python() -> str:
     python = os.environ.get("HUBPAD_VLLM_PYTHON")
     if not python:
         pytest.fail("the serving tier needs vLLM's CPU build: make its venv with `bash .ci/serve-venv DIR` and set "
-                    "HUBPAD_VLLM_PYTHON=DIR/bin/python (README: Served by vLLM)", pytrace=False)
+                    "HUBPAD_VLLM_PYTHON=DIR/bin/python (docs/serving-tier.md)", pytrace=False)
     if not Path(python).exists():
         pytest.fail(f"HUBPAD_VLLM_PYTHON={python} does not exist", pytrace=False)
     return python

@@ -98,7 +98,9 @@ def _row(s: Survey, tp: int) -> Row:
     _kv_costs(s, tp, row, after["num_key_value_heads"])
     _flop_costs(s, row, after["num_attention_heads"], after["num_key_value_heads"], plan)
     if row.vocab_patch:
-        row.why.append(f"vocab {plan.vocab['padded_to_64']} % {tp} != 0: the derivative ships vLLM's vocab patch")
+        v = plan.vocab
+        row.why.append(f"vLLM pads the vocab (config.json vocab_size {v['size']}) to {v['padded_to_64']}, a multiple of "
+                       f"64, and {v['padded_to_64']} % {tp} != 0: the derivative ships vLLM's vocab patch")
     return row
 
 

@@ -121,9 +121,13 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     for warning in plan.warnings:
         log(f"warning: {warning}")
     summary = _start_summary(plan, publisher)
-    existing = publisher.prepare(plan)
+    try:
+        existing = publisher.prepare(plan)
+    except BaseException:  # a refused or unreachable target: nothing of this run may stay behind (scratch, locks)
+        publisher.abort()
+        raise
     upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)
-    if is_fresh(existing, plan.tp, upstream_state, plan.source.label, [s.name for s in plan.shards]):
+    if is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards]):
         return _settle_up_to_date(plan, publisher, existing)
     inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
     try:
@@ -167,9 +171,7 @@ def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summ
     summary.commit = existing.get("published_commit")
     publisher.settle_published()
     publisher.abort()
-    at = f"@{plan.source.commit[:12]}" if plan.source.commit else ""
-    log(f"{publisher.label} is up to date with {plan.source.label}{at}; nothing to do")
-    return summary
+    return summary  # the caller says so, once (the CLI on stdout)
 
 
 def _upstream_hashes(plan: Plan, publisher: Publisher,

@@ -51,7 +51,7 @@ def build_manifest(plan: Plan, shards: list[dict], upstream_files: dict[str, dic
         "hubpad_version": __version__,
         "format_version": FORMAT_VERSION,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "upstream": {"repo": plan.source.label, "kind": plan.source.kind, "revision": plan.source.revision,
+        "upstream": {"repo": plan.source.ref, "kind": plan.source.kind, "revision": plan.source.revision,
                      "commit": plan.source.commit, "files": upstream_files},
         "target": target,
         "tp": plan.tp,
