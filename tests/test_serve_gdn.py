@@ -40,6 +40,8 @@ def test_qwen3_next_derivative_serves_the_originals_tokens(qwen3_next, tp):
     dst = root / f"tp{tp}"
     result = cli("mirror", src, "--tp", tp, "--to", dst)
     assert result.exit_code == 0, result.output
+    serving.assert_heads_padded(src, dst, tp, ("num_key_value_heads", "linear_num_key_heads",
+                                               "linear_num_value_heads"))
     run = serving.run_vllm([serving.job(dst, tp, **ENGINE)], root / f"run-tp{tp}",
                            plugins=serving.install_plugin(dst, root / f"tp{tp}-plugin"))
     serving.assert_same_outputs(original, run.ok(0), f"qwen3_next TP=1 vs derivative TP={tp}", "bfloat16")
