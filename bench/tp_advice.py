@@ -1,10 +1,10 @@
-"""The README's TP-advisor table: `hubpad plan SRC` (no --tp) on header-only sparse copies of real public models.
+"""The TP-advisor tables of docs/advisor.md: `hubpad plan SRC` (no --tp) on header-only sparse copies of real public models.
 
 Each checkpoint is built from the model's real config.json values (tests/real_models.py, tests/hy3_real.py,
 tests/mla_real.py, tests/gpt_oss_real.py, tests/qwen35_real.py) with tensors of the real shapes and dtypes (BF16; FP8 for DeepSeek-V3 and
 Kimi-K2; MXFP4 experts for gpt-oss) over sparse holes, so it costs no disk; the rows are hubpad's own advisor output.
 
-    python bench/tp_advice.py [--dir DIR]    # prints the markdown to paste under "Which TP sizes work" in README.md
+    python bench/tp_advice.py [--dir DIR]    # prints the markdown to paste under "Which TP sizes work" in docs/advisor.md
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tests.real_models import REAL_MODELS, header_only_tensors
 
 
 def checkpoints() -> dict[str, tuple[dict, list]]:
-    """name on the Hub -> (config, tensor list), in the README's order."""
+    """name on the Hub -> (config, tensor list), in docs/advisor.md's order."""
     out = {repo: (cfg, tiny_hy3_tensors(cfg, "bf16") if cfg["model_type"] == "hy_v3" else header_only_tensors(cfg))
            for repo, cfg in REAL_MODELS.items()}
     out["moonshotai/Kimi-K2-Instruct"] = (KIMI_K2_CONFIG, mla_tensors(KIMI_K2_CONFIG))

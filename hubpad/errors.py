@@ -2,7 +2,7 @@
 
 The subclasses let callers act on a kind of failure without reading messages: a lost publish race
 (ConflictError), a bad config or input (ConfigError), bytes that do not match their hash (IntegrityError),
-and a Hub answer hubpad cannot act on (HubError).
+and a Hub answer hubpad cannot act on (HubError), or no answer at all (NetworkError).
 """
 
 
@@ -24,6 +24,10 @@ class HubError(HubpadError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class NetworkError(HubError):
+    """A host (the Hub, its storage) could not be reached at all: DNS, refused or dropped connections, timeouts."""
 
 
 class ConflictError(HubError):

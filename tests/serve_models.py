@@ -41,6 +41,8 @@ class Family:
     # padded TP -> the TP the original is served at for the comparison (default 1; tests/serve_fixtures.py)
     reference_tp: dict[int, int] = field(default_factory=dict)
     seed: int = 0  # another where seed 0 leaves a greedy step near a tie (serving.MIN_MARGIN)
+    drop_keys: tuple[str, ...] = ()  # keys transformers saves that published configs state another way
+    dtype: torch.dtype = torch.bfloat16  # what the checkpoint is saved in
 
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
@@ -59,6 +61,11 @@ _MLA = dict(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_k
 _MLA_KEYS = {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
 _CPU_MLA = {"attention_backend": "CPU_MLA", "max_num_seqs": 1}
 _SAME_HEADS_PER_RANK = {3: 2, 6: 4}  # 4 heads padded to 6
+
+_GEMMA4 = dict(hidden_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=32, global_head_dim=64,
+               num_global_key_value_heads=1, attention_k_eq_v=True, intermediate_size=256, sliding_window=16,
+               layer_types=["sliding_attention", "full_attention"], hidden_size_per_layer_input=0,
+               vocab_size_per_layer_input=VOCAB, final_logit_softcapping=30.0)
 
 FAMILIES: dict[str, Family] = {
     "llama": Family("llama", dict(GQA, intermediate_size=256)),
@@ -95,8 +102,28 @@ FAMILIES: dict[str, Family] = {
     "gemma3_text": Family("gemma3_text", dict(hidden_size=192, num_attention_heads=4, num_key_value_heads=2,
                                               head_dim=32, intermediate_size=256, query_pre_attn_scalar=32,
                                               sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
+    # Gemma 4: sliding layers 4 heads / 2 kv of 32, global layers 1 kv head of 64 without v_proj (attention_k_eq_v):
+    # 12 / 6 / 3 at TP=3 and 6. "gemma4_text" keeps config.json as published configs state the global layers
+    # (global_head_dim, num_global_key_value_heads); "gemma4_moe" as transformers 5.x saves it (per_layer_config),
+    # with the MoE block (dense MLP + 4 fused experts, 64 wide: 192 at TP=3).
+    "gemma4_text": Family("gemma4_text", _GEMMA4, published_keys={"global_head_dim": 64,
+                                                                  "num_global_key_value_heads": 1},
+                          drop_keys=("per_layer_config",)),
+    "gemma4_moe": Family("gemma4_text", dict(_GEMMA4, enable_moe_block=True, num_experts=4, top_k_experts=2,
+                                             moe_intermediate_size=64)),
     "deepseek_v3": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, mtp=MTP_EXTRAS, engine=_CPU_MLA,
                           reference_tp=_SAME_HEADS_PER_RANK),
+    # MiniMax-M2: q/k norms over all heads, so hubpad rescales q/k (adapters/minimax.py). Saved in float32, so the
+    # rescaled values round at float32 (2^-24), not BF16: the comparison then measures the padding, within float32
+    # noise. Softmax routing: vLLM's CPU router asserts scoring_func == "softmax" for a router without groups or a
+    # custom function (cpu_router.py), so the published sigmoid + bias routing does not run on the CPU build
+    # (test_serve_families.py expects that failure); with softmax, that router takes plain top-k and leaves the
+    # correction bias (loaded, use_routing_bias) unused, in the original and the derivative alike.
+    "minimax_m2": Family("minimax_m2", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+                                            rotary_dim=16, use_qk_norm=True),
+                         published_keys={"scoring_func": "softmax", "use_routing_bias": True,
+                                         "qk_norm_type": "per_layer"}, dtype=torch.float32,
+                         seed=4),  # seed 0: a greedy step 5.2e-3 from a tie (seen in vLLM, and in transformers)
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
                       reference_tp=_SAME_HEADS_PER_RANK),
 }
@@ -113,7 +140,7 @@ def build(family: str, path: Path, seed: int | None = None) -> Path:
     cfg = transformers.CONFIG_MAPPING[f.model_type](**dict(COMMON, **f.config))
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
     randomize(model)
-    model.to(torch.bfloat16).save_pretrained(path)
+    model.to(f.dtype).save_pretrained(path)
     add_tokenizer(path)
     if f.mtp:
         add_mtp_layer(path, cfg, dtype=torch.bfloat16, extras=f.mtp)
@@ -121,6 +148,8 @@ def build(family: str, path: Path, seed: int | None = None) -> Path:
             _drafting_mtp(path, cfg.num_hidden_layers)
     data = json.loads((path / "config.json").read_text())
     data.update(f.published_keys)
+    for key in f.drop_keys:
+        data.pop(key, None)
     if f.saved_model_type:
         data["model_type"] = f.saved_model_type
     (path / "config.json").write_text(json.dumps(data, indent=2))
@@ -145,7 +174,8 @@ def _drafting_mtp(path: Path, n: int) -> None:
     Why not 0.1, as before: the layers then added 2.25 times the embedding's norm to the residual stream (measured
     in float64, tests/test_mtp.py), the model was no bigram model, and 1 draft in 21 was accepted (the serving tier
     measured 1 in 20). With QUIET = 0.02 they add 0.35 to 0.53 of it and the float64 estimate is 12 (Hy3), 9 (GLM-4.5)
-    and 5 (DeepSeek-V3) of 21 (test_mtp.py `test_the_serving_fixtures_mtp_layer_drafts`); 0.01 accepts 20 of 21."""
+    and 5 (DeepSeek-V3) of 21 (test_mtp.py `test_the_serving_fixtures_mtp_layer_drafts`); 0.01 accepts 20 of 21.
+    Served (test_serve_mtp.py, measured): Hy3 7 of 14, GLM-4.5 6 of 16, DeepSeek-V3 5 of 19, as the original."""
     file = path / "model.safetensors"
     tensors = load_file(file)
     for name, t in tensors.items():

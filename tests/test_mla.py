@@ -88,8 +88,10 @@ def test_mla_padded_model_gives_identical_logits(tmp_path, model_type, tp, heads
     assert_same_logits(model, dst, f"{model_type} tp={tp}", COMMON["vocab_size"])
 
 
-def _absorbed_mla_rank(attn, w: dict, prefix: str, x, cos, sin, tp: int, rank: int, n_heads: int):
-    """One TP rank of vLLM's weight-absorbed MLA (forward_mqa) on the padded tensors; returns (o_proj partial, v)."""
+def _absorbed_mla_rank(attn, w: dict, prefix: str, x, cos, sin, tp: int, rank: int, n_heads: int, mask=None):
+    """One TP rank of vLLM's weight-absorbed MLA (forward_mqa) on the padded tensors; returns (o_proj partial, v).
+
+    `mask` (query × key, True = attended): causal by default; DSA passes the indexer's top-k selection."""
     nope, rope, vd, lkv = attn.qk_nope_head_dim, attn.qk_rope_head_dim, attn.v_head_dim, attn.kv_lora_rank
     n = n_heads // tp
     heads = slice(rank * n, (rank + 1) * n)
@@ -104,7 +106,7 @@ def _absorbed_mla_rank(attn, w: dict, prefix: str, x, cos, sin, tp: int, rank: i
     w_uk, w_uv = kv_b.T.view(lkv, n, nope + vd).split([nope, vd], dim=-1)  # split_kv_b_proj
     ql_nope = torch.einsum("snh,lnh->snl", q_nope, w_uk)
     scores = (torch.einsum("snl,tl->nst", ql_nope, kv_c) + torch.einsum("snr,tr->nst", q_pe, k_pe)) * attn.scaling
-    mask = torch.ones(x.shape[0], x.shape[0], dtype=torch.bool).tril()
+    mask = torch.ones(x.shape[0], x.shape[0], dtype=torch.bool).tril() if mask is None else mask
     probs = scores.masked_fill(~mask, float("-inf")).softmax(-1)
     o = torch.einsum("snl,lnv->snv", torch.einsum("nst,tl->snl", probs, kv_c), w_uv)
     o_cols = w[prefix + "o_proj.weight"][:, rank * n * vd:(rank + 1) * n * vd]  # row-parallel o_proj

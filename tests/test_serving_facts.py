@@ -12,6 +12,7 @@ from tests.glm_real import GLM45_AIR_CONFIG, GLM45_CONFIG
 from tests.gpt_oss_real import gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.mla_real import DEEPSEEK_V3_CONFIG, KIMI_K2_CONFIG
+from tests.minimax_real import M2_CONFIG
 from tests.real_models import LLAMA33_70B, QWEN3_235B_A22B, QWEN25_72B
 
 MIXTRAL = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
@@ -37,6 +38,7 @@ GEMMA3_TEXT = {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM
     (dict(GLM45_AIR_CONFIG, num_nextn_predict_layers=0), "glm45", "glm45", "0.10.1"),  # glm45 parsers
     (gpt_oss_real(2, 4)[0], "openai", "openai_gptoss", "0.10.2"),
     (GEMMA3_TEXT, None, None, "0.8.0"),
+    (M2_CONFIG, "minimax_m2", "minimax_m2", "0.11.1"),  # model class and both parsers first in 0.11.1; no MTP draft
 ])
 def test_family_flags_and_minimum_vllm(config, tool, reasoning, version):
     s = adapter_for(config).serving(config)

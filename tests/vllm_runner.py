@@ -24,7 +24,7 @@ def _engine(job: dict):
                   dtype=job.get("dtype", "float32"), max_model_len=job.get("max_model_len", 128), enforce_eager=True,
                   distributed_executor_backend="mp", seed=0, disable_log_stats=not job.get("metrics", False))
     for key in ("hf_overrides", "speculative_config", "mm_encoder_tp_mode", "limit_mm_per_prompt", "trust_remote_code",
-                "max_num_seqs", "attention_backend", "model_impl"):
+                "max_num_seqs", "attention_backend", "model_impl", "enable_prefix_caching"):
         if job.get(key) is not None:
             kwargs[key] = job[key]
     return LLM(**kwargs)

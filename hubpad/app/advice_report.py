@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hubpad.app.report import _table
+from hubpad.app.report import _table, wrap_lines
 from hubpad.plan.advisor import KV_CACHE_BYTES, Advice, Row
 from hubpad.plan.vllm_route import route_flags
 from hubpad.util.sizes import human
@@ -18,7 +18,7 @@ def verdict_cell(row: Row) -> str:
         return row.verdict
     cell = row.verdict + (" + vocab patch" if row.vocab_patch else "")
     if row.relabelled:
-        cell += f", as {row.relabelled['to']['architectures'][0]}"
+        cell += f", as {_label(row.relabelled)}"
     route = row.vllm_route
     if route and route.get("hf_overrides"):
         cell += f", served as {route['hf_overrides']['architectures'][0]} (--hf-overrides)"
@@ -53,14 +53,14 @@ def cost_cells(row: Row) -> list[str]:
             f"+{row.mlp_flops_pct:.1f}%"]
 
 
-def advice_text(advice: Advice) -> str:
+def advice_text(advice: Advice, width: int | None = None) -> str:
     """One row per TP: verdict, padded dims, costs and why; then what the columns mean."""
     lines = [f"{advice.source}  ({advice.architecture}; {', '.join(advice.formats) or 'no linear layers'}): "
              f"which tensor-parallel sizes work, and what padding costs", ""]
     rows = [["tp", "verdict", "padded dims", "extra disk", "extra KV/token", "attn FLOPs", "MLP FLOPs", "why"]]
     for r in advice.rows:
         rows.append([str(r.tp), verdict_cell(r), dims_cell(r), *cost_cells(r), "; ".join(r.why) or "—"])
-    lines += _table(rows)
+    lines += _table(rows, width)
     lines += ["", f"extra KV/token: what vLLM caches per token in a {8 * KV_CACHE_BYTES}-bit cache, summed over all "
               "ranks, against the unsharded upstream: K and V of every attention layer's kv heads (replicated when "
               "TP > kv heads), or MLA's latent (kv_lora_rank + qk_rope_head_dim), which every rank holds whole and "
@@ -69,7 +69,7 @@ def advice_text(advice: Advice) -> str:
               "num_experts_per_tok / num_experts."]
     relabel = next((r.relabelled for r in advice.rows if r.relabelled), None)
     if relabel:
-        arch = relabel["to"]["architectures"][0]
+        arch = _label(relabel)
         lines.append(f"as {arch}: the derivative's config is labelled {arch}, because transformers' "
                      f"{relabel['from']['model_type']} config rejects padded heads that do not divide hidden_size "
                      f"and {arch}'s computes the same function; {relabel['vllm']}.")
@@ -77,4 +77,10 @@ def advice_text(advice: Advice) -> str:
     if route:
         lines.append(f"serve with {' '.join(route_flags(route))}: {route['why']}; {route['route']}.")
     lines.append("`hubpad plan SRC --tp N` shows the full plan for one size.")
-    return "\n".join(lines)
+    return "\n".join(wrap_lines(lines, width))
+
+
+def _label(relabel: dict) -> str:
+    """The new label: its architecture, or its model_type where the architectures stay (an EAGLE-3 draft's)."""
+    to, before = relabel["to"], relabel["from"]
+    return to["architectures"][0] if to["architectures"] != before["architectures"] else f"model_type {to['model_type']}"

@@ -16,7 +16,7 @@ from hubpad.app.gha import error as gha_error
 from hubpad.app.gha import in_github_actions
 from hubpad.app.gha import set_outputs as gha_set_outputs
 from hubpad.app.advice_report import advice_text
-from hubpad.app.report import plan_text
+from hubpad.app.report import output_width, plan_text
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.plan.advisor import DEFAULT_TPS, advise
 from hubpad.plan.planner import make_plan
@@ -26,7 +26,7 @@ from hubpad.source.hub_api import api_for, whoami_name
 from hubpad.util.log import log
 from hubpad.util.redact import redact
 from hubpad.util.refs import is_local
-from hubpad.util.sizes import human, parse_size
+from hubpad.util.sizes import human, parse_size_floor
 
 # The commands that build, publish, check or verify import their layers when they run: `hubpad plan` on a real
 # checkpoint is close to its header-parse floor, and those imports (jinja2, yaml, the run steps) would be a
@@ -37,24 +37,46 @@ def _size(ctx, param, value):
     if value is None:
         return None
     try:
-        return parse_size(value)
+        return parse_size_floor(value, param.opts[0] if param is not None else "size")
     except (HubpadError, ValueError) as exc:
         raise click.BadParameter(str(exc)) from None
 
 
-
-
+# Exit codes (README "Exit codes"): 0 done, 1 a failure (one `error:` line), 2 a usage mistake (one `error:` line),
+# 130 interrupted (Ctrl-C; nothing half-written is left looking finished).
+EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+_NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
 
 
 class HubpadGroup(click.Group):
-    """Turns HubpadError (and a few library errors) into one clean line."""
+    """Every error in one style: one `error: ...` line on stderr, never a traceback (HUBPAD_DEBUG=1 shows one)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NoArgsIsHelp as exc:  # `hubpad` alone: the help itself, as click shows it (exit 2)
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            sys.exit(EXIT_USAGE)
+        except click.UsageError as exc:  # click's own usage text is four lines starting `Error:`; ours is one
+            command = exc.ctx.command_path if exc.ctx is not None else "hubpad"
+            _fail(f"{exc.format_message()} (see `{command} --help`)", EXIT_USAGE)
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code or EXIT_FAILURE)
+        except (click.exceptions.Abort, KeyboardInterrupt, EOFError):
+            _fail("interrupted", EXIT_INTERRUPTED)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except HubpadError as exc:
-            _fail(str(exc))
+            for line in getattr(exc, "problems", None) or [str(exc)]:  # a file's mistakes: one line each
+                _echo_error(line)
+            sys.exit(EXIT_FAILURE)
         except KeyboardInterrupt:
-            _fail("interrupted")
+            _fail("interrupted", EXIT_INTERRUPTED)
         except OSError as exc:
             _fail(f"{exc.strerror or exc}: {exc.filename}" if getattr(exc, "filename", None) else str(exc))
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
@@ -62,37 +84,69 @@ class HubpadGroup(click.Group):
         except Exception as exc:  # a bug or an unexpected library error: still one line, unless debugging
             if os.environ.get("HUBPAD_DEBUG"):
                 raise
+            unreachable = _transport_error(exc)
+            if unreachable:
+                _fail(unreachable)
             _fail(f"internal error ({type(exc).__name__}: {exc}); set HUBPAD_DEBUG=1 for a traceback")
 
 
-def _fail(message: str) -> None:
+def _transport_error(exc: BaseException) -> str | None:
+    """A network failure that escaped the Hub layer's translation, as what could not be reached (else None)."""
+    try:
+        from huggingface_hub.utils import httpx
+    except ImportError:  # pragma: no cover
+        return None
+    if isinstance(exc, (httpx.TransportError, httpx.StreamError)):
+        from hubpad.source.hub_api import unreachable
+
+        return unreachable(exc)
+    return None
+
+
+def _echo_error(message: str) -> None:
     line = " ".join(redact(message).split())
     if in_github_actions():
         gha_error(line)
     click.echo(f"error: {line}", err=True)
-    sys.exit(1)
+
+
+def _fail(message: str, code: int = EXIT_FAILURE) -> None:
+    _echo_error(message)
+    sys.exit(code)
 
 
 @click.group(cls=HubpadGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hubpad")
 def main() -> None:
-    """Pad a Hugging Face checkpoint so it serves at a tensor-parallel size its authors never planned for."""
+    """Pad a Hugging Face checkpoint so it serves at a tensor-parallel size its authors never planned for.
+
+    SRC and DST: a value starting with . / or ~, or whose first path component exists, is a local directory;
+    anything else is a Hub repo id (write ./NAME for a local folder that does not exist yet).
+
+    Exit codes: 0 done, 1 failure, 2 usage mistake, 130 interrupted; errors are one `error:` line on stderr.
+    """
 
 
 # ------------------------------------------------------------------------------------------------ plan
 
 
+def _tp_number(value: str) -> int:
+    """A tensor-parallel size as every command reads it; the same message wherever it is wrong."""
+    text = str(value).strip()
+    if text.isdigit() and 1 <= int(text) <= 1024:
+        return int(text)
+    raise click.BadParameter(f"{value!r} is not a tensor-parallel size (a whole number from 1 to 1024; "
+                             f"`hubpad plan` also takes auto)")
+
+
+def _tp_value(ctx, param, value: str | None) -> int | None:
+    """`--tp N` of mirror, publish and check."""
+    return None if value is None else _tp_number(value)
+
+
 def _tp_values(ctx, param, values: tuple[str, ...]) -> tuple[int | str, ...]:
-    """`--tp N` (repeatable) or `--tp auto`: sizes 1..1024, or the word auto."""
-    out: list[int | str] = []
-    for v in values:
-        if v.strip().lower() == "auto":
-            out.append("auto")
-        elif v.strip().isdigit() and 1 <= int(v) <= 1024:
-            out.append(int(v))
-        else:
-            raise click.BadParameter(f"{v!r} is neither a size from 1 to 1024 nor 'auto'")
-    return tuple(out)
+    """`--tp N` (repeatable) or `--tp auto` of plan: sizes 1..1024, or the word auto."""
+    return tuple("auto" if v.strip().lower() == "auto" else _tp_number(v) for v in values)
 
 
 @main.command()
@@ -126,7 +180,7 @@ def _show_plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard
         if parts:
             raise ConfigError("--parts needs a single --tp N")
         advice = advise(open_source(src, revision), DEFAULT_TPS + tuple(sizes))
-        click.echo(json.dumps(advice.to_json(), indent=2) if as_json else advice_text(advice))
+        click.echo(json.dumps(advice.to_json(), indent=2) if as_json else advice_text(advice, output_width()))
         return
     p = make_plan(open_source(src, revision), sizes[0], shard_size)
     split = split_parts(p, parts) if parts else None
@@ -138,7 +192,7 @@ def _show_plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard
             data["parts"] = split
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(plan_text(p, split))
+        click.echo(plan_text(p, split, width=output_width()))
 
 
 # ------------------------------------------------------------------------------------------------ mirror
@@ -146,9 +200,13 @@ def _show_plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard
 
 def _mirror_options(f):
     options = [
-        click.option("--tp", type=click.IntRange(1, 1024), default=None, help="Target tensor-parallel size."),
+        click.option("--tp", callback=_tp_value, default=None, metavar="N",
+                     help="Target tensor-parallel size. Required, unless --config's entry sets tp."),
         click.option("--to", "dst", default=None, help="Destination: a local directory or a Hub repo id "
                      "(default for a Hub SRC: <your user>/<name>-TP<N>)."),
+        click.option("--repo-id", default=None, metavar="NAMESPACE/NAME",
+                     help="A local DST's card, recipe and commands name this Hub repo id (where you will upload it); "
+                          "without it they name the local folder."),
         click.option("--revision", default=None, help="Upstream branch, tag or commit (Hub only; default main)."),
         click.option("--shard-size", default=None, callback=_size, help="Output shard size (default 5GB)."),
         click.option("--max-disk", default=None, callback=_size,
@@ -160,6 +218,15 @@ def _mirror_options(f):
                      help="Folder whose templates override the built-in ones."),
         click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
                      help="Mirrors file (hubpad.yaml) supplying tp, target, shard size and serving overrides."),
+        click.option("--draft", default=None,
+                     help="A speculative-decoding draft for this model, padded for the same TP (Hub repo id or local "
+                          "path; its config.json names its method): the serve command gets --speculative-config."),
+        click.option("--draft-for", default=None,
+                     help="SRC is a speculative-decoding draft; this names the padded target it pairs with (Hub repo "
+                          "id), which its card's serve command runs."),
+        click.option("--num-speculative-tokens", type=click.IntRange(1, 64), default=None,
+                     help="Draft tokens per step in that --speculative-config (default: eagle3 3 or a speculators "
+                          "config's own, dspark its block size, mtp its number of layers)."),
         click.option("--force", is_flag=True, help="Publish into a target hubpad did not create."),
         click.option("--private", is_flag=True, help="Create the Hub target as private."),
         click.option("--dry-run", is_flag=True, help="Plan and check the target, write nothing."),
@@ -172,14 +239,24 @@ def _mirror_options(f):
 
 class Job:
     """One mirror's settings, from the command line and (optionally) its entry in a mirrors file."""
-    def __init__(self, src, tp, dst, revision, shard_size, max_disk, config_file, private):
+    def __init__(self, src, tp, dst, revision, shard_size, max_disk, config_file, private, draft=None, draft_for=None,
+                 num_speculative_tokens=None):
         self.serving: dict = {}
         if config_file:
-            from hubpad.formats.mirrors_file import find_mirror, load_mirrors
+            from hubpad.formats.mirrors_file import find_mirror, load_mirrors, pairing
 
             namespace = _namespace_or_none() if not is_local(src) or (dst and not is_local(dst)) else None
-            spec = find_mirror(load_mirrors(config_file, namespace=namespace), src, target=dst, tp=tp,
-                               namespace=namespace, source=config_file)
+            specs = load_mirrors(config_file, namespace=namespace)
+            spec = find_mirror(specs, src, target=dst, tp=tp, namespace=namespace, source=config_file)
+            paired, drafts = pairing(specs, spec, namespace)
+            draft_for = draft_for or paired
+            if drafts and not draft:
+                if len(drafts) > 1:
+                    raise HubpadError(f"{spec.where}: {len(drafts)} entries are drafts for it (draft_for); vLLM "
+                                      f"takes one --speculative-config, so pass the one to use with --draft")
+                draft, draft_upstream = drafts[0].resolved_target(namespace), drafts[0].upstream
+            else:
+                draft_upstream = None
             tp = tp or spec.tp
             dst = dst or (spec.resolved_target(namespace) if spec.target or namespace else None)
             revision = revision or spec.revision
@@ -192,9 +269,44 @@ class Job:
             if spec.recipe:
                 self.serving["recipe"] = spec.recipe_overrides()  # merged into the sparkrun recipe when rendered
         if tp is None:
-            raise HubpadError("--tp is required (or an entry in --config)")
+            raise click.UsageError("Missing option '--tp' (or a --config entry that sets tp).",
+                                   click.get_current_context(silent=True))
+        if draft and draft_for:
+            raise click.UsageError("--draft names the draft of a target, --draft-for the target of a draft: one "
+                                   "model is not both", click.get_current_context(silent=True))
+        if draft_for:
+            self.serving["draft"] = {"target": draft_for, "num_speculative_tokens": num_speculative_tokens}
+        if draft:
+            self.serving["speculative_config"] = _speculative_config(
+                draft, draft_upstream if config_file else None, num_speculative_tokens)
         self.src, self.tp, self.dst, self.revision = src, tp, dst, revision
         self.shard_size, self.max_disk, self.private = shard_size or 5 * 10**9, max_disk, private
+
+
+def _speculative_config(draft: str, upstream: str | None, tokens: int | None) -> dict:
+    """vLLM's --speculative-config for serving with `draft` (the padded draft's repo id or path): the method from the
+    config.json of the draft (or of its upstream, when the draft is not published yet)."""
+    from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
+    from hubpad.source.readers import read_json
+
+    config = None
+    for ref in (draft, upstream):
+        if ref is None:
+            continue
+        try:
+            config = read_json(open_source(ref, None), "config.json")
+            break
+        except HubpadError:
+            continue
+    if config is None:
+        raise HubpadError(f"--draft {draft}: cannot read its config.json (mirror the draft first, or name it in the "
+                          f"mirrors file with draft_for)")
+    method = draft_method(config)
+    if method is None:
+        raise ConfigError(f"--draft {draft}: config.json names no speculative-decoding draft vLLM knows "
+                          f"(architectures {config.get('architectures')})")
+    return {"method": method, "model": draft,
+            "num_speculative_tokens": tokens or default_speculative_tokens(method, config)}
 
 
 def _namespace_or_none() -> str | None:
@@ -205,15 +317,16 @@ def _namespace_or_none() -> str | None:
         return None
 
 
-def _build(job: Job, *, force: bool, workdir, parts: tuple[int, int] | None = None):
+def _build(job: Job, *, force: bool, workdir, repo_id: str | None = None):
     source = open_source(job.src, job.revision)
     if job.dst is None and source.kind == "local":
-        raise HubpadError("--to is required when SRC is a local directory")
+        raise click.UsageError("Missing option '--to': a local SRC has no default destination (give a folder, "
+                               "or the Hub repo id to publish to).", click.get_current_context(silent=True))
     plan = make_plan(source, job.tp, job.shard_size)
     from hubpad.publish import make_publisher
 
     publisher = make_publisher(source, job.dst, job.tp, force=force, private=job.private, workdir=workdir,
-                               max_disk=job.max_disk)
+                               max_disk=job.max_disk, repo_id=repo_id)
     return plan, publisher
 
 
@@ -243,7 +356,9 @@ def _report(summary, publisher, as_json: bool, plan=None) -> None:
     if as_json:
         click.echo(json.dumps(summary.to_json(), indent=2))
     elif summary.up_to_date:
-        click.echo(f"{publisher.label} is up to date")
+        at = f"@{summary.upstream_commit[:12]}" if summary.upstream_commit else ""
+        click.echo(f"{publisher.label} is up to date with {plan.source.label if plan else 'its upstream'}{at}; "
+                   f"nothing to do")
     elif summary.commit or summary.url:
         click.echo(f"published {publisher.label}: {summary.url or summary.commit}")
     else:
@@ -272,14 +387,15 @@ def _summary_markdown(s, plan=None) -> str:
 @click.argument("src")
 @_mirror_options
 @click.option("--part", default=None, help="Stage only part i of K (fan-out), e.g. 2/3; `hubpad publish` finishes.")
-def mirror(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir, config_file, force, private, dry_run,
-           as_json, part) -> None:
+def mirror(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templates_dir, config_file, draft, draft_for,
+           num_speculative_tokens, force, private, dry_run, as_json, part) -> None:
     """Pad SRC for TP=N and publish the derivative to DST."""
-    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private)
+    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private, draft, draft_for,
+              num_speculative_tokens)
     only = None
     if part:
         i, k = _parse_part(part)
-    plan, publisher = _build(job, force=force, workdir=workdir)
+    plan, publisher = _build(job, force=force, workdir=workdir, repo_id=repo_id)
     if part:
         if not publisher.stages:
             raise HubpadError("--part needs a Hub target (parts meet on its staging branch)")
@@ -287,7 +403,7 @@ def mirror(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir,
         only = set(parts[i - 1]["shards"]) if i <= len(parts) else set()
         log(f"part {i}/{k}: {len(only)} shard(s)")
     if dry_run:
-        click.echo(plan_text(plan))
+        click.echo(plan_text(plan, width=output_width()))
         click.echo(f"dry run: would publish {human(plan.bytes_out)} in {len(plan.shards)} shard(s) to {publisher.label}")
         return
     _run(job, plan, publisher, templates_dir, as_json, only=only)
@@ -296,11 +412,12 @@ def mirror(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir,
 @main.command()
 @click.argument("src")
 @_mirror_options
-def publish(src, tp, dst, revision, shard_size, max_disk, workdir, templates_dir, config_file, force, private, dry_run,
-            as_json) -> None:
+def publish(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templates_dir, config_file, draft, draft_for,
+            num_speculative_tokens, force, private, dry_run, as_json) -> None:
     """Fan-out's last step: check every part is staged on DST, then make the single publish commit."""
-    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private)
-    plan, publisher = _build(job, force=force, workdir=workdir)
+    job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private, draft, draft_for,
+              num_speculative_tokens)
+    plan, publisher = _build(job, force=force, workdir=workdir, repo_id=repo_id)
     if dry_run:
         click.echo(f"dry run: would publish {len(plan.shards)} staged shard(s) to {publisher.label}")
         return
@@ -323,15 +440,32 @@ def _run(job: Job, plan, publisher, templates_dir: str | None, as_json: bool, **
 @main.command()
 @click.argument("src", required=False)
 @click.option("--to", "dst", default=None, help="The derivative to compare (default <your user>/<name>-TP<N>).")
-@click.option("--tp", type=click.IntRange(1, 1024), default=None, help="Tensor-parallel size (default 3).")
+@click.option("--tp", callback=_tp_value, default=None, metavar="N", help="Tensor-parallel size (default 3).")
 @click.option("--revision", default=None, help="Upstream branch, tag or commit (default main).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="Check every mirror of a mirrors file (hubpad.yaml).")
+@click.option("--offline", is_flag=True,
+              help="With --config: only validate the mirrors file (every mistake at once); no network, no token.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def check(src, dst, tp, revision, config_file, as_json) -> None:
+def check(src, dst, tp, revision, config_file, offline, as_json) -> None:
     """Is DST up to date with SRC? API calls only: reports up-to-date, stale or missing."""
     from hubpad.run.check import check_many, check_one
 
+    if offline:
+        if not config_file:
+            raise click.UsageError("--offline validates a mirrors file: give --config FILE too.",
+                                   click.get_current_context(silent=True))
+        from hubpad.formats.mirrors_file import load_mirrors
+
+        specs = load_mirrors(config_file)
+        rows = [{**spec.to_dict(), "target": spec.resolved_target("<your user>") if spec.target is None
+                 or spec.target_kind == "hub" else spec.target} for spec in specs]
+        if as_json:
+            click.echo(json.dumps({"valid": True, "mirrors": rows}, indent=2))
+        else:
+            for r in rows:
+                click.echo(f"valid      {r['upstream']} -> {r['target']} (tp {r['tp']})")
+        return
     if config_file:
         result = check_many(config_file, only_upstream=src, target=dst)
         changed = [m for m in result["mirrors"] if m["changed"]]
@@ -362,13 +496,15 @@ def check(src, dst, tp, revision, config_file, as_json) -> None:
 @click.option("--upstream", default=None, help="Upstream repo (default: the one in DST's hubpad.json).")
 @click.option("--templates", "templates_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Folder whose templates override the built-in ones.")
+@click.option("--repo-id", default=None, metavar="NAMESPACE/NAME",
+              help="A local DST: render the card for this Hub repo id (default: the one it was mirrored with, if any).")
 @click.option("--dry-run", is_flag=True, help="Show which files would change; commit nothing.")
-def card(dst, upstream, templates_dir, dry_run) -> None:
+def card(dst, upstream, templates_dir, repo_id, dry_run) -> None:
     """Re-render DST's model card, recipe and patch files from its hubpad.json; no shard is read or written."""
     from hubpad.run.card_refresh import refresh_card
 
     result = refresh_card(dst, upstream=upstream, templates_dir=Path(templates_dir) if templates_dir else None,
-                          dry_run=dry_run)
+                          dry_run=dry_run, repo_id=repo_id)
     set_outputs({"changed": bool(result["changed"]), "target_commit": result.get("commit") or "",
                  "target_url": result.get("url") or ""})
     if not result["changed"]:
@@ -388,7 +524,12 @@ def verify(src: str, dst: str, as_json: bool) -> None:
     """Check DST is SRC padded losslessly: original bytes in place, pads exactly zero, config and index right."""
     from hubpad.run.verify import verify_derivative
 
-    report = verify_derivative(open_source(src), open_source(dst))
+    try:
+        report = verify_derivative(open_source(src), open_source(dst))
+    except HubpadError as exc:
+        if as_json:  # --json promises JSON on stdout whatever the outcome; the error line still goes to stderr
+            click.echo(json.dumps({"ok": False, "error": " ".join(redact(str(exc)).split())}, indent=2))
+        raise
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from hubpad.app.progress import run_hooks
-from hubpad.app.report import plan_text
+from hubpad.app.report import output_width, plan_text
 from hubpad.plan.planner import make_plan
 from hubpad.publish.local import LocalPublisher
 from hubpad.run.mirror import run_mirror
@@ -31,7 +31,7 @@ def run_demo(out: Path) -> None:
     build_tiny_hy3(upstream)
     click.echo(f"built a tiny Hy3-shaped checkpoint (RedHatAI layout) in {upstream}\n")
     plan = make_plan(LocalSource(upstream), tp=3, shard_size=4_000_000)
-    click.echo(plan_text(plan))
+    click.echo(plan_text(plan, width=output_width()))
     click.echo("")
     run_mirror(plan, LocalPublisher(target, force=True), hooks=run_hooks())
     report = verify_derivative(LocalSource(upstream), LocalSource(target))

@@ -52,6 +52,7 @@ class PaddedGroup(TypedDict):
     after: list[int]
     count: int
     bytes_added: int
+    # scale: a scaled copy's factor (every stored element × it, rounded to the dtype); only in such groups
 
 
 class TensorsRecord(TypedDict):

@@ -12,10 +12,15 @@ mirrors:
     private: false
     serving: {tool_call_parser: hy_v3, extra_args: [--max-model-len, "32768"]}
     recipe: {container: ...}              # merged into the generated sparkrun recipe (not model/model_revision)
+  - upstream: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B
+    draft_for: meta-llama/Llama-3.1-8B-Instruct   # a speculative-decoding draft for another entry's upstream (same tp)
 ```
 
-Entries inherit `defaults`; `serving` and `recipe` are merged key by key (the entry wins). Every problem is a
-`HubpadError` with one line naming the file, the line and the entry.
+A `draft_for` entry pairs a draft with the entry whose upstream it names at the same tp: the draft's card names that
+entry's target, and that target's serve command carries `--speculative-config` with the draft's target (`pairing`).
+
+Entries inherit `defaults`; `serving` and `recipe` are merged key by key (the entry wins). Every problem is one line
+naming the file, the line and the entry; a file with several is refused with all of them at once (MirrorsFileError).
 """
 
 from __future__ import annotations
@@ -31,19 +36,51 @@ import yaml
 
 from hubpad.errors import HubpadError
 from hubpad.util.refs import derive_target, is_local, same_ref, validate_repo_id
-from hubpad.util.sizes import format_size, parse_size
+from hubpad.util.sizes import format_size, parse_size, parse_size_floor
 
 MIRRORS_FILE = "hubpad.yaml"
 DEFAULT_TP = 3
 DEFAULT_SHARD_SIZE = 5_000_000_000  # "5GB", the CLI's --shard-size default
 
 TOP_KEYS = ("defaults", "mirrors")
-ENTRY_KEYS = ("upstream", "target", "tp", "revision", "shard_size", "max_disk", "private", "serving", "recipe")
-DEFAULT_KEYS = tuple(k for k in ENTRY_KEYS if k not in ("upstream", "target"))
+ENTRY_KEYS = ("upstream", "target", "tp", "revision", "shard_size", "max_disk", "private", "serving", "recipe",
+              "draft_for")
+DEFAULT_KEYS = tuple(k for k in ENTRY_KEYS if k not in ("upstream", "target", "draft_for"))
 # Recipe keys that say which weights run: they follow from the derivative itself and are never overridden.
 PINNED_RECIPE_KEYS = ("model", "model_revision")
 SERVING_KEYS = ("tool_call_parser", "reasoning_parser", "speculative_config", "extra_args", "container_image")
 
+
+
+class MirrorsFileError(HubpadError):
+    """Every mistake found in a mirrors file, one line each (`problems`); the message is the only one, or all of them."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__(self.problems[0] if len(self.problems) == 1 else
+                         f"{len(self.problems)} mistakes: " + "; ".join(self.problems))
+
+
+def _problems(exc: HubpadError) -> list[str]:
+    return list(getattr(exc, "problems", None) or [str(exc)])
+
+
+class _Collect:
+    """Runs checks one after another and keeps every HubpadError they raise, so one run reports all mistakes."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def run(self, check, *args, default=None, **kw):
+        try:
+            return check(*args, **kw)
+        except HubpadError as exc:
+            self.problems += _problems(exc)
+            return default
+
+    def raise_any(self) -> None:
+        if self.problems:
+            raise MirrorsFileError(self.problems)
 
 
 @dataclass(frozen=True)
@@ -59,6 +96,7 @@ class MirrorSpec:
     private: bool = False
     serving: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     recipe: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    draft_for: str | None = None  # the upstream of the entry this one is a speculative-decoding draft for
     where: str = field(default="", compare=False, repr=False)  # "hubpad.yaml:7: mirrors[0]", for messages
 
     @property
@@ -103,11 +141,30 @@ class MirrorSpec:
             "private": self.private,
             "serving": self.serving_overrides(),
             "recipe": self.recipe_overrides(),
+            "draft_for": self.draft_for,
         }
 
 
 
 
+
+
+def pairing(specs: Sequence[MirrorSpec], spec: MirrorSpec,
+            namespace: str | None = None) -> tuple[str | None, list[MirrorSpec]]:
+    """The speculative-decoding pairs of `spec` in the file: the target its draft pairs with (the resolved target of
+    the entry at the same tp whose upstream its `draft_for` names; None when it is no draft), and the draft entries
+    at the same tp whose `draft_for` names its upstream. HubpadError when a `draft_for` names no entry."""
+    paired = None
+    if spec.draft_for is not None:
+        found = [s for s in specs if s is not spec and s.tp == spec.tp and same_ref(s.upstream, spec.draft_for)]
+        if len(found) != 1:
+            raise HubpadError(f"{spec.where}: draft_for {spec.draft_for!r} names "
+                              f"{'no' if not found else len(found)} mirror entr{'y' if len(found) < 2 else 'ies'} "
+                              f"with tp {spec.tp}; a draft runs at its target's TP")
+        paired = found[0].resolved_target(namespace)
+    drafts = [s for s in specs if s is not spec and s.draft_for is not None and s.tp == spec.tp
+              and same_ref(s.draft_for, spec.upstream)]
+    return paired, drafts
 
 
 def find_mirror(
@@ -166,18 +223,26 @@ def parse_mirrors(
     if not isinstance(doc, dict):
         raise HubpadError(f"{source}: expected a mapping with a 'mirrors:' list, got {_type_name(doc)}")
     top = _Where(source, _line(doc), "")
-    _check_keys(doc, TOP_KEYS, top)
-    defaults = _parse_defaults(doc, top)
+    found = _Collect()
+    found.run(_check_keys, doc, TOP_KEYS, top)
+    if found.problems and "mirrors" not in doc:  # a misspelt 'mirrors:' is the one mistake to report
+        found.raise_any()
+    defaults = found.run(_parse_defaults, doc, top, default={})
     specs: list[MirrorSpec] = []
     seen: dict[tuple[str, str], str] = {}
-    for index, entry in enumerate(_entries(doc, top)):
-        spec, where = _parse_entry(entry, index, defaults, top, base)
+    for index, entry in enumerate(found.run(_entries, doc, top, default=[])):
+        parsed = found.run(_parse_entry, entry, index, defaults, top, base)
+        if parsed is None:
+            continue
+        spec, where = parsed
         key, shown = _target_key(spec, namespace)
         if key in seen:
             how = "derived " if spec.target is None else ""
-            raise where.error(f"duplicate {how}target '{shown}', already used by {seen[key]}")
+            found.problems.append(str(where.error(f"duplicate {how}target '{shown}', already used by {seen[key]}")))
+            continue
         seen[key] = where.label
         specs.append(spec)
+    found.raise_any()
     return specs
 
 
@@ -188,11 +253,15 @@ def _parse_defaults(doc: dict, top: _Where) -> dict[str, Any]:
     dwhere = _Where(top.source, _line(defaults_raw, top.line), "defaults")
     if not isinstance(defaults_raw, dict):
         raise dwhere.error(f"'defaults' must be a mapping, got {_type_name(defaults_raw)}")
+    found = _Collect()
     for key in ("upstream", "target"):
         if key in defaults_raw:
-            raise dwhere.error(f"'{key}' cannot be set in defaults; set it on each mirror")
-    _check_keys(defaults_raw, DEFAULT_KEYS, dwhere)
-    return _validate_fields(defaults_raw, dwhere)
+            found.problems.append(str(dwhere.error(f"'{key}' cannot be set in defaults; set it on each mirror")))
+    found.run(_check_keys, {k: v for k, v in defaults_raw.items() if k not in ("upstream", "target")}, DEFAULT_KEYS,
+              dwhere)
+    out = found.run(_validate_fields, defaults_raw, dwhere, default={})
+    found.raise_any()
+    return out
 
 
 def _entries(doc: dict, top: _Where) -> list:
@@ -215,14 +284,22 @@ def _parse_entry(entry: object, index: int, defaults: dict[str, Any], top: _Wher
     upstream_raw = entry.get("upstream")
     if isinstance(upstream_raw, str) and upstream_raw.strip():
         where = _Where(top.source, where.line, f"mirrors[{index}] ({upstream_raw.strip()})")
-    _check_keys(entry, ENTRY_KEYS, where)
+    found = _Collect()
+    found.run(_check_keys, entry, ENTRY_KEYS, where)
+    upstream = None
     if "upstream" not in entry or upstream_raw is None:
-        raise where.error("missing required key 'upstream' (a Hub repo id like org/model, or ./local/path)")
-    upstream = _validate_ref(upstream_raw, "upstream", where, base, allow_bare=True)
+        found.problems.append(str(where.error("missing required key 'upstream' (a Hub repo id like org/model, or "
+                                              "./local/path)")))
+    else:
+        upstream = found.run(_validate_ref, upstream_raw, "upstream", where, base, allow_bare=True)
     target = None
     if entry.get("target") is not None:
-        target = _validate_ref(entry["target"], "target", where, base, allow_bare=True)
-    values = _validate_fields(entry, where)
+        target = found.run(_validate_ref, entry["target"], "target", where, base, allow_bare=True)
+    draft_for = None
+    if entry.get("draft_for") is not None:
+        draft_for = found.run(_validate_ref, entry["draft_for"], "draft_for", where, base, allow_bare=True)
+    values = found.run(_validate_fields, {k: v for k, v in entry.items() if k != "draft_for"}, where, default={})
+    found.raise_any()
     merged: dict[str, Any] = {**defaults, **values}
     for key in ("serving", "recipe"):
         merged[key] = {**defaults.get(key, {}), **values.get(key, {})}
@@ -233,7 +310,7 @@ def _parse_entry(entry: object, index: int, defaults: dict[str, Any], top: _Wher
         upstream=upstream, target=target, tp=merged.get("tp", DEFAULT_TP), revision=merged.get("revision"),
         shard_size=merged.get("shard_size", DEFAULT_SHARD_SIZE), max_disk=merged.get("max_disk"),
         private=merged.get("private", False), serving=_freeze(merged["serving"]), recipe=_freeze(merged["recipe"]),
-        where=where.prefix(),
+        draft_for=draft_for, where=where.prefix(),
     )
     if spec.max_disk is not None and spec.max_disk < spec.shard_size:
         raise where.error(f"max_disk ({format_size(spec.max_disk)}) is smaller than shard_size "
@@ -264,21 +341,36 @@ class _Where:
 
 
 def _check_keys(mapping: dict, allowed: Sequence[str], where: _Where, section: str = "") -> None:
+    found = _Collect()
     for key in mapping:
-        if not isinstance(key, str):
-            raise where.error(f"keys must be strings, got {key!r} ({_type_name(key)})")
-        if key not in allowed:
-            name = f"{section}.{key}" if section else key
-            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-            if not close:
-                close = [k for k in allowed if k.replace("_", "") == key.replace("-", "").replace("_", "").lower()]
-            hint = f"; did you mean '{close[0]}'?" if close else f"; valid keys: {', '.join(allowed)}"
-            raise where.error(f"unknown key '{name}'{hint}")
+        found.run(_check_key, key, allowed, where, section)
+    found.raise_any()
+
+
+def _check_key(key: object, allowed: Sequence[str], where: _Where, section: str) -> None:
+    if not isinstance(key, str):
+        raise where.error(f"keys must be strings, got {key!r} ({_type_name(key)})")
+    if key not in allowed:
+        name = f"{section}.{key}" if section else key
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        if not close:
+            close = [k for k in allowed if k.replace("_", "") == key.replace("-", "").replace("_", "").lower()]
+        hint = f"; did you mean '{close[0]}'?" if close else f"; valid keys: {', '.join(allowed)}"
+        raise where.error(f"unknown key '{name}'{hint}")
 
 
 def _validate_fields(raw: dict, where: _Where) -> dict[str, Any]:
-    """Validate the keys shared by entries and defaults; returns only the keys present, normalized."""
+    """Validate the keys shared by entries and defaults; returns only the keys present, normalized. Every bad value is
+    reported (MirrorsFileError), not just the first."""
     out: dict[str, Any] = {}
+    found = _Collect()
+    for check in (_field_tp, _field_revision, _field_sizes, _field_private, _field_serving, _field_recipe):
+        found.run(check, raw, where, out)
+    found.raise_any()
+    return out
+
+
+def _field_tp(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if "tp" in raw:
         tp = raw["tp"]
         if isinstance(tp, bool) or not isinstance(tp, int):
@@ -286,6 +378,9 @@ def _validate_fields(raw: dict, where: _Where) -> dict[str, Any]:
         if tp < 2:
             raise where.error(f"tp must be an integer >= 2, got {tp} (tp 1 needs no padding)")
         out["tp"] = tp
+
+
+def _field_revision(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if raw.get("revision") is not None:
         rev = raw["revision"]
         if not isinstance(rev, str):
@@ -293,32 +388,51 @@ def _validate_fields(raw: dict, where: _Where) -> dict[str, Any]:
         if not rev.strip() or any(c.isspace() or ord(c) < 32 for c in rev):
             raise where.error(f"revision must be a branch, tag or commit without spaces, got {rev!r}")
         out["revision"] = rev
+
+
+def _field_sizes(raw: dict, where: _Where, out: dict[str, Any]) -> None:
+    found = _Collect()
     for key in ("shard_size", "max_disk"):
-        if raw.get(key) is None:
-            continue
-        value = raw[key]
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise where.error(f"{key} must be a size like '5GB', got {value!r} ({_type_name(value)})")
-        try:
-            size = parse_size(value)
-        except ValueError as exc:
-            raise where.error(f"{key}: {exc}") from None
-        if size <= 0:
-            raise where.error(f"{key} must be greater than zero, got {value!r}")
-        out[key] = size
+        found.run(_field_size, raw, key, where, out)
+    found.raise_any()
+
+
+def _field_size(raw: dict, key: str, where: _Where, out: dict[str, Any]) -> None:
+    if raw.get(key) is None:
+        return
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise where.error(f"{key} must be a size like '5GB', got {value!r} ({_type_name(value)})")
+    try:
+        size = parse_size(value)
+        if size > 0:
+            size = parse_size_floor(value, key)
+    except ValueError as exc:
+        raise where.error(f"{key}: {exc}") from None
+    if size <= 0:
+        raise where.error(f"{key} must be greater than zero, got {value!r}")
+    out[key] = size
+
+
+def _field_private(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if raw.get("private") is not None:
         private = raw["private"]
         if not isinstance(private, bool):
             raise where.error(f"private must be true or false, got {private!r} ({_type_name(private)})")
         out["private"] = private
+
+
+def _field_serving(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if raw.get("serving") is not None:
         out["serving"] = _validate_serving(raw["serving"], where)
+
+
+def _field_recipe(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if raw.get("recipe") is not None:
         recipe = raw["recipe"]
         if not isinstance(recipe, dict):
             raise where.error(f"recipe must be a mapping of recipe overrides, got {_type_name(recipe)}")
         out["recipe"] = {k: _plain(v, f"recipe.{k}", where) for k, v in _str_keys(recipe, "recipe", where).items()}
-    return out
 
 
 def _validate_serving(serving: object, where: _Where) -> dict[str, Any]:
@@ -354,7 +468,7 @@ def _validate_ref(value: object, key: str, where: _Where, base: Path, *, allow_b
     if not isinstance(value, str) or not value.strip():
         raise where.error(f"{key} must be a Hub repo id (org/model) or a local path, got {value!r} ({_type_name(value)})")
     ref = value.strip()
-    if is_local(ref):
+    if is_local(ref, base):  # the one rule, with paths relative to the mirrors file's folder
         return str((base / Path(ref).expanduser()).resolve())
     try:
         validate_repo_id(ref, allow_bare=allow_bare)

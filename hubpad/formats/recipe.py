@@ -13,6 +13,10 @@ class PadOp:
     cells repeat `fill` (one element); "append": source bytes then `data`; "replace": `data` instead;
     "sections": the tensor's bytes are consecutive sections, each made by its own "pad" op in `parts` (a
     fused projection whose sections grow by different amounts, such as a GDN layer's [q | k | v] rows).
+
+    `scale` (a "pad" op whose rows keep their width): a scaled copy. Every source element is multiplied by it,
+    the product correctly rounded to the tensor's dtype (formats/floats.py); the fill is written as it is. Used where
+    padding must rescale what it pads (MiniMax-M2's q/k norm over all heads, plan/ops.py `scaled`).
     """
 
     kind: str
@@ -24,6 +28,7 @@ class PadOp:
     fill: bytes = b""
     data: bytes = b""
     parts: tuple["PadOp", ...] = ()
+    scale: float | None = None
 
     @property
     def in_bytes(self) -> int:

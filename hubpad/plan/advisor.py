@@ -95,10 +95,12 @@ def _row(s: Survey, tp: int) -> Row:
                  "after": d.after} for d in plan.dims if d.before != d.after]
     row.extra_bytes = sum(t.nbytes - t.src.nbytes for t in plan.tensors if t.padded)
     after = {d.config_keys[0]: d.after for d in plan.dims if d.config_keys}
-    _kv_costs(s, tp, row, after["num_key_value_heads"])
+    _kv_costs(s, tp, row, after["num_key_value_heads"], after["num_attention_heads"])
     _flop_costs(s, row, after["num_attention_heads"], after["num_key_value_heads"], plan)
     if row.vocab_patch:
-        row.why.append(f"vocab {plan.vocab['padded_to_64']} % {tp} != 0: the derivative ships vLLM's vocab patch")
+        v = plan.vocab
+        row.why.append(f"vLLM pads the vocab (config.json vocab_size {v['size']}) to {v['padded_to_64']}, a multiple of "
+                       f"64, and {v['padded_to_64']} % {tp} != 0: the derivative ships vLLM's vocab patch")
     return row
 
 
@@ -131,10 +133,12 @@ def kv_values_per_token(hs: HeadShape, kv: int, tp: int) -> int | None:
     return None if per_rank is None else per_rank * tp * 2 * hs.widths["kv"]
 
 
-def _kv_costs(s: Survey, tp: int, row: Row, kv2: int) -> None:
+def _kv_costs(s: Survey, tp: int, row: Row, kv2: int, h2: int = 0) -> None:
     """KV cache per token: all ranks, per rank, against the unsharded upstream, and the part padding adds (the
     rest, at least one kv head per rank or MLA's latent on every rank, any layout at this TP stores)."""
     hs, kv = s.shape.geometry, s.shape.kv
+    if hs.kv_groups:
+        return _kv_costs_by_layer(s, tp, row, kv2, h2)
     per_layer = KV_CACHE_BYTES * _attention_layers(s)
     row.kv_cache = "latent" if hs.latent_kv else "kv heads"
     row.kv_bytes_per_token = kv_values_per_token(hs, kv2, tp) * per_layer
@@ -142,6 +146,30 @@ def _kv_costs(s: Survey, tp: int, row: Row, kv2: int) -> None:
     row.extra_kv_bytes_per_token = row.kv_bytes_per_token - kv_values_per_token(hs, kv, 1) * per_layer
     least = row.kv_bytes_per_token if hs.latent_kv else max(kv, tp) * 2 * hs.widths["kv"] * per_layer
     row.padding_kv_bytes_per_token = row.kv_bytes_per_token - least
+
+
+def _kv_costs_by_layer(s: Survey, tp: int, row: Row, kv2: int, h2: int) -> None:
+    """_kv_costs for layer types with kv heads of their own (HeadShape.kv_groups: Gemma 4's global layers, MiMo-V2's
+    sliding ones), summed layer by layer from the k/v projections each layer has: K and V of each one's width per kv
+    head, a layer with a single k/v projection (Gemma 4's attention_k_eq_v) caching K and V of it all the same."""
+    hs, sh = s.shape.geometry, s.shape
+    layers: dict[str, list[str]] = {}
+    for module, role in s.modules.roles.items():
+        if role.kind == "kv":
+            layers.setdefault(module.rsplit(".", 2)[0], []).append(role.width_key)
+    total = before = least = 0
+    for keys in layers.values():
+        factor = 2 if len(keys) == 1 else 1
+        for key in keys:
+            count, count2, width = hs.kv_count(key, sh.heads, sh.kv), hs.kv_count(key, h2, kv2), hs.widths[key]
+            total += factor * kv_per_rank(count2, tp) * tp * width
+            before += factor * count * width
+            least += factor * max(count, tp) * width
+    row.kv_cache = "kv heads"
+    row.kv_bytes_per_token = total * KV_CACHE_BYTES
+    row.kv_bytes_per_token_per_rank = row.kv_bytes_per_token // tp
+    row.extra_kv_bytes_per_token = row.kv_bytes_per_token - before * KV_CACHE_BYTES
+    row.padding_kv_bytes_per_token = row.kv_bytes_per_token - least * KV_CACHE_BYTES
 
 
 def _flop_costs(s: Survey, row: Row, h2: int, kv2: int, plan: Plan) -> None:

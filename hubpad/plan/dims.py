@@ -50,8 +50,15 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
     if kvr is None:
         why.append(f"{kv} kv heads neither divide nor are divided by tp {tp}")
         return why
+    for key, group in hs.kv_groups.items():  # layer types with kv heads of their own (heads // group)
+        if h % group:
+            why.append(f"{h} attention heads are not a multiple of {group} (the {hs.labels[key]} group)")
+        elif kv_per_rank(h // group, tp) is None:
+            why.append(f"{h // group} kv heads ({hs.labels[key]}) neither divide nor are divided by tp {tp}")
+    if why:
+        return why
     for key, width in hs.widths.items():
-        per_rank = (kvr if key == "kv" else h // tp) * width
+        per_rank = _count_per_rank(key, h, kvr, hs, tp) * width
         if per_rank % a.of(key):
             why.append(f"{hs.labels[key]} per rank {per_rank} % {a.of(key)} != 0")
     if adapter.hidden_must_divide_by_heads and hidden % h:
@@ -63,6 +70,16 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
     return why
 
 
+def _count_per_rank(key: str, h: int, kvr: int, hs: HeadShape, tp: int) -> int:
+    """Heads each rank holds of the layers with width key `key`: kv heads (the config's, or a layer type's own
+    heads // group), else attention heads."""
+    if key in hs.per_kv:
+        return kvr
+    if key in hs.kv_groups:
+        return kv_per_rank(h // hs.kv_groups[key], tp) or 0
+    return h // tp
+
+
 def choose_heads(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden: int,
                  adapter: Adapter) -> tuple[int, int]:
     """Smallest (heads, kv heads) that shard at `tp`, appending whole GQA groups so head i keeps kv head i//group."""
@@ -72,7 +89,10 @@ def choose_heads(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden
         return h, kv
     group = h // kv
     candidates = [(k2 * group, k2) for k2 in range(kv + 1, kv * 8 + tp * 8)]
-    if kv == 1:  # MQA: every head maps to kv head 0 whatever the group size
+    # MQA: every head maps to kv head 0 whatever the group size (not with layer types of their own: their kv heads
+    # are heads // group, and configs that derive one count from another, as MiMo's 2 x num_key_value_heads for its
+    # SWA layers, stay consistent only in whole groups of every type)
+    if kv == 1 and not HeadShape.of(hs).kv_groups:
         candidates += [(h2, 1) for h2 in range(h + 1, h * 8 + tp * 8)]
     for h2, k2 in sorted(candidates):
         if not head_problems(h2, k2, hs, tp, aligns, hidden, adapter):
@@ -147,8 +167,23 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
     if hs.kv_heads:  # MLA has none: its latent KV is replicated
         rule = f"{kv2} % {tp} == 0" if kv2 >= tp else f"{tp} % {kv2} == 0 (replicated)"
         row("kv heads", kv2, kvr, kvr is not None, rule)
-    for key in sorted(hs.widths, key=lambda k: k == "kv"):  # head-sharded layers first, then k/v
-        count, per = (kv2, kvr if hs.kv_heads else None) if key == "kv" else (h2, h2 // tp if h2 % tp == 0 else None)
+    seen = {h2 // kv2 if kv2 else 0}
+    for key, group in hs.kv_groups.items():
+        if group in seen:  # the same kv heads as a row already listed (MiMo's v heads are its k heads)
+            continue
+        seen.add(group)
+        k2 = h2 // group
+        kr = kv_per_rank(k2, tp) if h2 % group == 0 else None
+        rule = f"{k2} % {tp} == 0" if k2 >= tp else f"{tp} % {k2} == 0 (replicated)"
+        row(f"{key.rsplit('_', 1)[-1]} kv heads", k2, kr, kr is not None, f"{h2} / {group} = {rule}")
+    for key in sorted(hs.widths, key=lambda k: k in hs.per_kv or k in hs.kv_groups):  # head-sharded layers first, then k/v
+        if key in hs.per_kv:
+            count, per = kv2, kvr if hs.kv_heads else None
+        elif key in hs.kv_groups:
+            count = h2 // hs.kv_groups[key]
+            per = kv_per_rank(count, tp) if h2 % hs.kv_groups[key] == 0 else None
+        else:
+            count, per = h2, h2 // tp if h2 % tp == 0 else None
         if per is not None:
             n, a = per * hs.widths[key], aligns.of(key)
             row(hs.labels[key], count * hs.widths[key], n, n % a == 0, f"{n} % {a} == 0")

@@ -68,6 +68,15 @@ class Geometry:
         """Rows of in_proj_qkv and channels of conv1d: [q, k, v]."""
         return [self.nk * self.hk, self.nk * self.hk, self.nv * self.hv]
 
+    def dims(self, after: "Geometry") -> list[tuple[str, tuple[str, ...], int, int]]:
+        """The plan's dims for these heads: (name, config keys, before, after)."""
+        return [("linear key heads", ("linear_num_key_heads",), self.nk, after.nk),
+                ("linear value heads", ("linear_num_value_heads",), self.nv, after.nv)]
+
+    def rank_dims(self) -> list[tuple[str, int, int]]:
+        """The per-rank table's rows: (name, heads, rows per head)."""
+        return [("linear key heads", self.nk, self.hk), ("linear value heads", self.nv, self.hv)]
+
     def group_rows(self, kind: str) -> int:
         """Rows per key head of Qwen3-Next's grouped projections."""
         return 2 * self.hk + 2 * self.ratio * self.hv if kind == "qkvz" else 2 * self.ratio
@@ -77,11 +86,7 @@ def problems(g: Geometry, tp: int, row_align: int) -> list[str]:
     """Why the GDN heads of `g` cannot serve at `tp` (empty: they can). vLLM asserts nv % tp and every section % tp,
     and its per-rank views need nk % tp; `row_align` is what every rank's rows of each section must be a multiple
     of (FP8 blocks: 128)."""
-    why = []
-    if g.nk % tp:
-        why.append(f"{g.nk} linear key heads % tp {tp} != 0")
-    if g.nv % tp:
-        why.append(f"{g.nv} linear value heads % tp {tp} != 0")
+    why = [f"{heads} {name} % tp {tp} != 0" for name, heads, _ in g.rank_dims() if heads % tp]
     if not why and row_align > 1:
         for label, rows in (("q/k rows", g.nk * g.hk), ("v/z rows", g.nv * g.hv)):
             if (rows // tp) % row_align:

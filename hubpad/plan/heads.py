@@ -9,7 +9,7 @@ and so does the TP advisor's KV cache figure: K and V per kv head, or MLA's late
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,10 @@ class HeadShape:
     (MLA); `config_head_dim` is written to config.json as head_dim (None: head_dim is not a free key there).
     `latent_kv` is MLA's cached latent per token and layer (kv_lora_rank + qk_rope_head_dim), which vLLM keeps
     whole on every rank; None: the cache holds K and V of `widths["kv"]` per kv head.
+    `kv_groups`: width keys of k/v layers whose kv head count is not the config's num_key_value_heads but
+    heads // group (Gemma 4's global layers, MiMo-V2's sliding layers): key -> query heads per kv head. Padding keeps
+    every such group whole, so query head i stays on kv head i // group in every layer type.
+    `per_kv`: the keys sharded with the config's kv heads ("kv", and MiniMax-M3's indexer "index").
     """
 
     widths: dict[str, int]
@@ -27,11 +31,17 @@ class HeadShape:
     kv_heads: bool = True
     config_head_dim: int | None = None
     latent_kv: int | None = None
+    kv_groups: dict[str, int] = field(default_factory=dict)
+    per_kv: tuple[str, ...] = ("kv",)  # the keys whose width is per kv head (the rest: per attention head)
     # Heads that move only in whole groups of `group` heads, and whose groups shard by TP too (DeepSeek-V4's o_groups:
     # wo_a projects each group of heads on its own, vLLM gives each rank o_groups // tp of them). `group_key` is the
     # config key that counts the groups (raised with the heads).
     group: int = 1
     group_key: str | None = None
+
+    def kv_count(self, key: str, heads: int, kv: int) -> int:
+        """kv heads of the k/v layers with width key `key`, for `heads` attention heads and `kv` config kv heads."""
+        return heads // self.kv_groups[key] if key in self.kv_groups else kv
 
     @staticmethod
     def uniform(head_dim: int) -> "HeadShape":

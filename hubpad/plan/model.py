@@ -159,13 +159,15 @@ class Plan:
         return [t for t in self.tensors if t.op.kind != "copy"]
 
     def padded_groups(self) -> list[dict]:
-        """Padded tensors grouped by name pattern (layer index → *), for humans and the card."""
+        """Padded tensors grouped by name pattern (layer index → *), for humans and the card; a scaled copy's group
+        says its factor (`scale`: every stored element × it, correctly rounded)."""
         groups: dict[tuple, dict] = OrderedDict()
         for t in self.padded_tensors():
             pattern = re.sub(r"\.(\d+)\.", ".*.", t.name)
-            key = (pattern, t.src.shape, t.shape)
+            scale = t.op.scale
+            key = (pattern, t.src.shape, t.shape, scale)
             g = groups.setdefault(key, {"pattern": pattern, "before": list(t.src.shape), "after": list(t.shape),
-                                        "count": 0, "bytes_added": 0})
+                                        "count": 0, "bytes_added": 0} | ({"scale": scale} if scale is not None else {}))
             g["count"] += 1
             g["bytes_added"] += t.nbytes - t.src.nbytes
         return list(groups.values())

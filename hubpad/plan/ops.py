@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hubpad.errors import ConfigError, HubpadError
+from hubpad.formats.floats import SCALABLE
 from hubpad.formats.recipe import PadOp
 from hubpad.formats.safetensors import TensorInfo
 from hubpad.plan.adapters.base import Role
@@ -57,6 +58,27 @@ def fused_experts_op(t: TensorInfo, spec, hidden: int, inter: int, inter2: int) 
     # each row holds `parts` runs of `inter` elements, each grows: blocks of `parts` rows of `inter` elements
     op = PadOp("pad", e * hidden, spec.parts, inter * s, spec.parts, inter2 * s, zero)
     return op, (e, hidden, spec.parts * inter2)
+
+
+# Per layout, the parameters of a linear layer that carry its output's scale: multiplying them by a factor multiplies
+# every output row by it (a bias too). FP8 weights keep their bytes; their float scales take the factor.
+SCALE_CARRIERS = {"dense": ("weight", "bias"), "fp8-tensor": ("weight_scale", "bias"),
+                  "fp8-channel": ("weight_scale", "bias"), "fp8-block": ("weight_scale_inv", "weight_scale", "bias")}
+
+
+def scaled(t: TensorInfo, op: PadOp, factor: float) -> PadOp:
+    """`op` (a copy, or a pad whose rows keep their width) as a scaled copy: each stored element × `factor`, rounded
+    to the tensor's dtype; pad cells stay as they are."""
+    if t.dtype not in SCALABLE:
+        raise ConfigError(f"tensor {t.name}: {t.dtype} elements cannot be rescaled (hubpad rescales "
+                          f"{', '.join(sorted(SCALABLE))})")
+    if op.kind == "copy":
+        rows = math.prod(t.shape[:-1]) if len(t.shape) > 1 else 1
+        width = (t.shape[-1] if t.shape else 1) * t.itemsize
+        op = PadOp("pad", 1, rows, width, rows, width, b"\x00" * t.itemsize)
+    if op.kind != "pad" or op.new_row_bytes != op.row_bytes:
+        raise HubpadError(f"tensor {t.name}: internal error, a scaled copy of a {op.kind} op that widens rows")
+    return replace(op, scale=factor)
 
 
 @dataclass(frozen=True)

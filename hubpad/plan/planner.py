@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import gc
 import math
+import re
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
@@ -33,10 +34,10 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn
+from hubpad.plan import gdn, kda
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
-from hubpad.plan.ops import _pad2d, fused_experts_op, tensor_op
+from hubpad.plan.ops import SCALE_CARRIERS, _pad2d, fused_experts_op, scaled, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
 from hubpad.plan.shards import cut_shards
@@ -100,6 +101,8 @@ class _Modules:
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
+    layer_norms: dict[str, TensorInfo] = field(default_factory=dict)  # q/k norms over all heads (module -> weight)
+    norm_of: dict[str, str] = field(default_factory=dict)  # q/k projection -> the norm over all heads it feeds
 
     def distinct(self) -> list[tuple[str, Role, LinearLayout]]:
         """Each distinct (role, layout) pair of the padded modules, at its first module (in order)."""
@@ -127,7 +130,7 @@ def survey(source: Source) -> Survey:
     """Read config, index and headers, classify every tensor and check the config against the headers."""
     inputs = _read_inputs(source)
     shape = _shape(inputs.text, inputs.adapter)
-    modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim)
+    modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim, _linear_layers(inputs))
     _check_head_vectors(modules, shape.heads)
     distinct = modules.distinct()
     if modules.fused and "expert" not in shape.inter:
@@ -158,14 +161,15 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
-    dims = _dims(shape, h2, kv2, new_inter, linear2)
+    dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text))
     tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant)
 
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
     copied, skipped = _other_files(inputs.files, inputs.names)
-    vocab = vocab_info(int(inputs.text.get("vocab_size") or inputs.config.get("vocab_size") or 0), tp)
-    new_config = {**_new_config(inputs.config, dims, inputs.adapter.text_config), **relabelled_config_keys(relabelled)}
+    vocab = _vocab(inputs, tp)
+    new_config = {**_new_config(inputs.config, dims, inputs.adapter), **relabelled_config_keys(relabelled)}
+    new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,
@@ -180,6 +184,15 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
     )
+
+
+def _vocab(inputs: _Inputs, tp: int) -> dict:
+    """vocab_info of the model's vocab; where the adapter names several vocab-parallel sizes (a draft's lm_head and
+    embedding), the first one that does not shard at `tp` (the vocab plugin pads them all)."""
+    sizes = inputs.adapter.vocab_sizes({**inputs.config, **inputs.text})
+    infos = [vocab_info(size, tp) for size in sizes if size] or [
+        vocab_info(int(inputs.text.get("vocab_size") or inputs.config.get("vocab_size") or 0), tp)]
+    return next((v for v in infos if v["patch_needed"]), infos[0])
 
 
 def _read_inputs(source: Source) -> _Inputs:
@@ -271,7 +284,8 @@ def _shape(config: dict, adapter: Adapter) -> _Shape:
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
     geometry = adapter.head_shape(config)
-    linear = gdn.Geometry.read(config) if adapter.linear_attention else None
+    family = kda.Geometry if adapter.linear_attention_family == "kda" else gdn.Geometry
+    linear = family.read(config) if adapter.linear_attention else None
     return _Shape(hidden, heads, kv, geometry.config_head_dim or geometry.widths["q"], adapter.intermediate_sizes(config),
                   geometry, linear)
 
@@ -297,7 +311,22 @@ _BY_FILE, _BY_START = attrgetter("src.file"), attrgetter("src.start")
 _DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
 
 
-def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantConfig, head_dim: int) -> _Modules:
+def _linear_layers(inputs: _Inputs) -> frozenset[int] | None:
+    """The layers whose names are linear attention, where a family shares names between its layer kinds (KDA)."""
+    if inputs.adapter.linear_attention_family != "kda":
+        return None
+    found = kda.layers(inputs.text)
+    if found is None:
+        raise ConfigError("config.json: no linear_attn_config.kda_layers or layer_types, so the Kimi Delta Attention "
+                          "layers cannot be told from the full-attention ones")
+    return found
+
+
+_LAYER = re.compile(r"\blayers\.(\d+)\.")
+
+
+def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantConfig, head_dim: int,
+              linear_layers: frozenset[int] | None = None) -> _Modules:
     """Group parameters by module and give each module a role and (when padded) a storage layout.
 
     Every tensor must be one the adapter knows: copying a tensor that should have been padded would publish
@@ -309,7 +338,8 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
     linear_attention = bool(adapter.linear_attention)
     for t in chain.from_iterable(map(_TENSORS, headers)):
         name = t.name
-        if linear_attention and (kind := adapter.linear_attention_kind(name)) is not None:
+        if linear_attention and (kind := adapter.linear_attention_kind(name)) is not None and (
+                linear_layers is None or ((n := _LAYER.search(name)) is not None and int(n[1]) in linear_layers)):
             m.plain[name] = t  # a GDN tensor: its recipe comes from plan/gdn.py, whatever its suffix
             m.linear[name] = kind
             continue
@@ -330,6 +360,14 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
             m.fused[name] = fused
         else:
             raise ConfigError(f"tensor {name}: not a tensor hubpad knows for {adapter.name}; refusing to guess")
+    if adapter.layer_qk_norms:
+        for module in [mod for mod in m.params if adapter.is_layer_qk_norm(mod)]:
+            params = m.params.pop(module)
+            if set(params) != {"weight"}:
+                raise ConfigError(f"tensor {module}.{sorted(set(params) - {'weight'})[0]}: a q/k norm over all heads "
+                                  f"has a weight only")
+            m.layer_norms[module] = params["weight"]
+        m.norm_of = {mod: norm for mod in m.params if (norm := adapter.layer_qk_norm_of(mod)) is not None}
     layout_of: dict[tuple, LinearLayout] = {}
     for module, params in m.params.items():
         role = m.roles[module] = _role(module, params, adapter, head_dim)
@@ -399,7 +437,8 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
     for module, role, lay in distinct:
         if role.kind in ("q", "kv", "o"):
             attr = "in_features" if role.kind == "o" else "out_features"
-            want = (shape.kv if role.kind == "kv" else shape.heads) * shape.geometry.widths[role.width_key]
+            count = shape.geometry.kv_count(role.width_key, shape.heads, shape.kv) if role.kind == "kv" else shape.heads
+            want = count * shape.geometry.widths[role.width_key]
         else:
             if role.group not in shape.inter:
                 raise ConfigError(f"tensor {module}: config.json has no size for its {role.group} intermediate "
@@ -411,7 +450,8 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
 
 
 def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
-          linear2: gdn.Geometry | None = None) -> list[Dim]:
+          linear2: gdn.Geometry | None = None, keys: dict[str, tuple[str, ...]] | None = None) -> list[Dim]:
+    keys = keys or {}
     dims = [Dim("attention heads", ("num_attention_heads",), shape.heads, h2),
             Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2)]
     if shape.geometry.config_head_dim is not None:  # MLA: head_dim is not a key of its config
@@ -419,24 +459,40 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
     if shape.geometry.group > 1 and shape.geometry.group_key:  # heads moved in whole groups (DeepSeek-V4 o_groups)
         g = shape.geometry.group
         dims.append(Dim("output groups", (shape.geometry.group_key,), shape.heads // g, h2 // g))
+    for key, group in shape.geometry.kv_groups.items():  # a layer type's own kv heads (keys: the adapter's)
+        if keys.get(key) and any(d.config_keys == keys[key] for d in dims):
+            continue  # the same count as a dim already listed (MiMo's v heads are its k heads)
+        dims.append(Dim(f"{key.rsplit('_', 1)[-1]} kv heads", keys.get(key, ()), shape.heads // group,
+                        h2 // group))
     if shape.linear is not None and linear2 is not None:
-        dims += [Dim("linear key heads", ("linear_num_key_heads",), shape.linear.nk, linear2.nk),
-                 Dim("linear value heads", ("linear_num_value_heads",), shape.linear.nv, linear2.nv)]
+        dims += [Dim(*d) for d in shape.linear.dims(linear2)]
     for group, (keys, size) in shape.inter.items():
         dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
     return dims
 
 
-def _new_config(config: dict, dims: list[Dim], text_config: str | None = None) -> dict:
+def _new_config(config: dict, dims: list[Dim], adapter: Adapter) -> dict:
     """config.json of the derivative: upstream's with the padded dims (head_dim always written explicitly), in
-    `text_config` when the language model's dims live there."""
+    `text_config` when the language model's dims live there, and the keys tied to them (adapter.tied_keys)."""
     merged = dict(config)
     target = merged
-    if text_config is not None:
-        target = merged[text_config] = dict(config[text_config])
+    if adapter.text_config is not None:
+        target = merged[adapter.text_config] = dict(config[adapter.text_config])
     for d in dims:
         for k in d.config_keys:
-            target[k] = d.after
+            outer, _, inner = k.partition(".")
+            if not inner:
+                target[k] = d.after
+            elif isinstance(target.get(outer), dict) and inner in target[outer]:
+                target[outer] = {**target[outer], inner: d.after}  # a key of a sub-object (KDA's linear_attn_config)
+            # else a dotted key naming values deeper down (Gemma 4's per_layer_config): the adapter's padded_config
+    for path in adapter.tied_values(config):
+        *parents, last = path.split(".")
+        node = target
+        for part in parents:
+            node[part] = dict(node[part])
+            node = node[part]
+        node[last] = target[adapter.tied_keys[path]]
     return merged
 
 
@@ -450,21 +506,28 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
     plans: list[TensorPlan] = []
     # A layout is shared by the modules whose parameters have the same names, dtypes and shapes (in order), so a
     # (layout, role) pair fixes every parameter's recipe: (op, shape, nbytes; None: the source's), in order.
-    recipes: dict[tuple[int, int], list[tuple[PadOp, tuple, int | None]]] = {}
+    recipes: dict[tuple[int, int, float], list[tuple[PadOp, tuple, int | None]]] = {}
+    factors = _layer_norm_factors(m, shape, h2, kv2)
     for module, params in m.params.items():
         role = m.roles[module]
         if role.kind == "copy":
             plans.extend(params.values())  # a tensor copied as it is is its own plan
             continue
         lay = m.layouts[module]
-        kind = (id(lay), id(role))  # layouts and roles are shared objects
+        factor = factors.get(module, 1.0)
+        kind = (id(lay), id(role), factor)  # layouts and roles are shared objects
         recipe = recipes.get(kind)
         if recipe is None:
             out2, in2 = padded_features(role, lay, shape.geometry, h2, kv2, new_inter)
-            recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role) for suffix, t in params.items()]
+            recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role, factor) for suffix, t in params.items()]
         plans.extend(t if nbytes is None and op.kind == "copy"  # copied as it is: its own plan
                      else TensorPlan(t.name, t.dtype, shape, t, op, t.nbytes if nbytes is None else nbytes)
                      for t, (op, shape, nbytes) in zip(params.values(), recipe))
+    for module, t in m.layer_norms.items():
+        heads2 = h2 if factors[module][0] == "q" else kv2
+        op = _pad2d(t, 1, (heads2 * shape.head_dim,), b"\x00" * t.itemsize)
+        plans.append(_finish(t, scaled(t, op, 1 / factors[module][1]) if factors[module][1] != 1 else op,
+                             (heads2 * shape.head_dim,)))
     for t in m.plain.values():
         if t.name in m.head_vectors:
             plans.append(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)))
@@ -472,17 +535,51 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
             plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], shape.hidden, shape.inter["expert"][1],
                                                       new_inter["expert"])))
         elif t.name in m.linear:
-            plans.append(_finish(t, *gdn.gdn_op(t, m.linear[t.name], shape.linear, linear2, shape.hidden, quant)))
+            op = kda.kda_op if isinstance(shape.linear, kda.Geometry) else gdn.gdn_op
+            plans.append(_finish(t, *op(t, m.linear[t.name], shape.linear, linear2, shape.hidden, quant)))
         else:
             plans.append(t)
     return plans
 
 
+def _layer_norm_factors(m: _Modules, shape: _Shape, h2: int, kv2: int) -> dict:
+    """For q/k norms over all heads (adapter.layer_qk_norms): each projection's factor sqrt(r), r = heads after /
+    before (kv heads for k), and each norm's (kind, sqrt(r)); a norm needs its projection and the heads' width."""
+    out: dict = {}
+    for module, role in m.roles.items():
+        norm = m.norm_of.get(module) if role.kind in ("q", "kv") else None
+        heads, heads2 = (shape.heads, h2) if role.kind == "q" else (shape.kv, kv2)
+        if norm is not None and norm not in m.layer_norms and heads2 != heads:
+            raise ConfigError(f"tensor {module}: no {norm}.weight, but vLLM and transformers normalize its output over "
+                              f"all heads anyway (with a weight of ones), so zero heads would change it; hubpad "
+                              f"rescales only with the norm's weight in the checkpoint")
+        if norm in m.layer_norms:
+            if m.layer_norms[norm].shape != (heads * shape.head_dim,):
+                raise ConfigError(f"tensor {norm}.weight: shape {list(m.layer_norms[norm].shape)}, expected "
+                                  f"[{heads * shape.head_dim}] (a norm over {heads} heads of {shape.head_dim})")
+            out[module] = math.sqrt(heads2 / heads)
+            out[norm] = (role.kind, out[module])
+    orphan = sorted(set(m.layer_norms) - set(out))
+    if orphan:
+        raise ConfigError(f"tensor {orphan[0]}.weight: a q/k norm over all heads without its q/k projection")
+    return out
+
+
 def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
-            role: Role) -> tuple[PadOp, tuple, int | None]:
-    """(op, new shape, new byte size) of one parameter, checked; the size is None when it is the source's."""
+            role: Role, factor: float = 1.0) -> tuple[PadOp, tuple, int | None]:
+    """(op, new shape, new byte size) of one parameter, checked; the size is None when it is the source's. A layer
+    whose output a norm over all heads takes is rescaled by `factor` in the parameters that carry its scale."""
     if suffix == "bias" and role.kind in ("o", "cols"):  # a bias follows the output dim, not padded here
         return COPY_OP, t.shape, None
+    if factor != 1.0:
+        if lay.name not in SCALE_CARRIERS:
+            raise ConfigError(f"tensor {t.name}: a {lay.name} layer cannot be rescaled (its q/k norm spans all heads; "
+                              f"hubpad rescales {', '.join(SCALE_CARRIERS)} layers)")
+        op, new_shape = tensor_op(t, suffix, lay, out2, in2, role)
+        if suffix in SCALE_CARRIERS[lay.name]:
+            op = scaled(t, op, factor)
+        plan = _finish(t, op, new_shape)
+        return plan.op, plan.shape, (None if plan is t else plan.nbytes)
     plan = _finish(t, *tensor_op(t, suffix, lay, out2, in2, role))
     if plan.op.kind == "copy" and plan.shape == t.shape:
         return plan.op, plan.shape, None
@@ -498,7 +595,7 @@ def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int,
     if role.kind == "q":
         out2 = h2 * width
     elif role.kind == "kv":
-        out2 = kv2 * width
+        out2 = HeadShape.of(hs).kv_count(role.width_key, h2, kv2) * width
     elif role.kind == "o":
         in2 = h2 * width
     elif role.kind == "rows":
@@ -553,7 +650,7 @@ def _linear_rank_rows(before: gdn.Geometry | None, after: gdn.Geometry | None, t
     if before is None or after is None:
         return []
     rows = []
-    for dim, total, per in (("linear key heads", after.nk, after.hk), ("linear value heads", after.nv, after.hv)):
+    for dim, total, per in after.rank_dims():
         ok = total % tp == 0 and (total // tp * per) % align == 0
         rule = f"{total} % {tp} == 0" + (f", {total // tp} x {per} rows % {align} == 0" if align > 1 else "")
         rows.append({"dim": dim, "total": total, "per_rank": total // tp if total % tp == 0 else None, "ok": ok,

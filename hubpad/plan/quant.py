@@ -82,6 +82,10 @@ class QuantConfig:
             return QuantConfig("none")
         method = qc.get("quant_method")
         if method == "compressed-tensors":
+            formats = {qc.get("format")} | {(g or {}).get("format") for g in (qc.get("config_groups") or {}).values()}
+            if "mxfp4-pack-quantized" in formats:  # Kimi-K3's routed experts, as reported
+                raise ConfigError("config.json: compressed-tensors format mxfp4-pack-quantized (MXFP4 weights with "
+                                  "E8M0 group scales) is not a format hubpad reads or pads")
             blocks, groups = set(), set()
             weight_only_fp4 = False
             for name, group in (qc.get("config_groups") or {}).items():

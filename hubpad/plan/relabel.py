@@ -45,8 +45,23 @@ _LLAMA_TWIN = Twin(
          "subclasses LlamaForCausalLM), so the same Llama code serves it",
 )
 
+# An EAGLE-3 draft with a Llama layer keeps its architectures (vLLM picks Eagle3LlamaForCausalLM by them) and takes
+# model_type mistral only: vLLM reads the draft's config with AutoConfig (LlamaConfig refuses hidden % heads != 0),
+# then EAGLEConfig keeps any architecture that ends in or starts with Eagle3, and Eagle3LlamaForCausalLM builds vLLM's
+# Llama decoder layer from that MistralConfig (head_dim read from it; sliding_window set to null).
+_EAGLE3_LLAMA_TWIN = Twin(
+    model_type="mistral", architectures=(), set_keys=_LLAMA_TWIN.set_keys, cannot_express=_LLAMA_TWIN.cannot_express,
+    vllm="vLLM reads the draft's config as MistralConfig and still builds Eagle3LlamaForCausalLM from its "
+         "architectures (EAGLEConfig keeps a name that starts or ends with Eagle3), with the same Llama layer",
+)
+
 # adapter name -> its twin
-TWINS: dict[str, Twin] = {"llama": _LLAMA_TWIN}
+TWINS: dict[str, Twin] = {"llama": _LLAMA_TWIN, "eagle3_llama": _EAGLE3_LLAMA_TWIN}
+
+
+def _label(twin: Twin, config: dict) -> str:
+    """What the twin is called in messages: its architecture, or (keeping the upstream's) its model_type's config."""
+    return twin.architectures[0] if twin.architectures else f"model_type {twin.model_type}"
 
 
 def blockers(twin: Twin, config: dict) -> list[str]:
@@ -68,21 +83,23 @@ def choose_heads_and_label(heads: int, kv: int, hs, tp: int, aligns, hidden: int
         try:
             return (*choose_heads(heads, kv, hs, tp, aligns, hidden, adapter), None)
         except ConfigError as exc:
-            raise ConfigError(f"{exc}; the {twin.architectures[0]} label that would hold the padded heads cannot "
+            raise ConfigError(f"{exc}; the {_label(twin, config)} label that would hold the padded heads cannot "
                               f"express {'; '.join(blocked)}") from None
     # The twin's config class has no hidden % heads rule: choose as for it, then relabel only if needed.
     h2, kv2 = choose_heads(heads, kv, hs, tp, aligns, hidden,
                            dataclasses.replace(adapter, hidden_must_divide_by_heads=False))
-    return h2, kv2, _record(adapter.name, twin, config, hidden, h2) if hidden and hidden % h2 else None
+    needed = hidden and hidden % h2 and config.get("model_type") != twin.model_type  # (a padded draft: labelled)
+    return h2, kv2, _record(adapter.name, twin, config, hidden, h2) if needed else None
 
 
 def _record(adapter_name: str, twin: Twin, config: dict, hidden: int, heads: int) -> dict:
     return {
         "from": {"model_type": config.get("model_type"), "architectures": list(config.get("architectures") or [])},
-        "to": {"model_type": twin.model_type, "architectures": list(twin.architectures)},
+        "to": {"model_type": twin.model_type,
+               "architectures": list(twin.architectures or config.get("architectures") or [])},
         "set_keys": dict(twin.set_keys),
         "why": f"transformers' {adapter_name} config rejects hidden_size {hidden} % {heads} attention heads != 0 "
-               f"even with an explicit head_dim; {twin.architectures[0]} accepts it and computes the same function",
+               f"even with an explicit head_dim; {_label(twin, config)} accepts it and computes the same function",
         "vllm": twin.vllm,
     }
 

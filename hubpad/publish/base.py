@@ -40,7 +40,8 @@ class Publisher(ABC):
 
     label: str
     stages: bool = False  # True when finished shards are kept durably before the publish (resume across runs)
-    repo_id: str  # the Hub id the card and recipe name (for a local target: where it would be uploaded)
+    repo_id: str | None  # the Hub id the card and recipe name (local target: the id given with --repo-id, else None)
+    local_path: Path | None = None  # a local target's absolute path (what its card names without a repo id)
     summary: Summary
 
     @abstractmethod
@@ -92,7 +93,10 @@ class Publisher(ABC):
         return None
 
     def target_info(self) -> dict:
-        return {"repo": self.label, "kind": "local"}
+        info = {"repo": self.label, "kind": "local"}
+        if self.repo_id:
+            info["repo_id"] = self.repo_id  # `hubpad card` renders the card for it again
+        return info
 
     def published_revision(self) -> str | None:
         """What the recipe pins (`model_revision`): a tag on the publish commit for the Hub, nothing locally."""
@@ -114,6 +118,31 @@ class Publisher(ABC):
     def update_files(self, files: dict[str, str], message: str) -> dict:
         """Replace these small files of the published derivative in one step; returns {commit, url}."""
         raise NotImplementedError
+
+
+def check_replace(existing: dict, plan: Plan, where: str, force: bool) -> None:
+    """A target holding a derivative of another TP or another upstream is replaced only with --force; either way the
+    run says what is there now."""
+    upstream = existing.get("upstream") or {}
+    was_repo, was_tp = upstream.get("repo"), existing.get("tp")
+    other_tp = isinstance(was_tp, int) and was_tp != plan.tp
+    other_source = isinstance(was_repo, str) and not _same_upstream(was_repo, upstream.get("kind"), plan.source)
+    if not (other_tp or other_source):
+        return
+    now = f"{where} holds a derivative of {was_repo} for TP={was_tp}"
+    if force:
+        log(f"warning: {now}; --force: replacing it with {plan.source.label} for TP={plan.tp}")
+        return
+    raise HubpadError(f"{now}; this run would replace it with {plan.source.label} for TP={plan.tp}: pass --force "
+                      f"to replace it, or choose another --to")
+
+
+def _same_upstream(recorded: str, kind: str | None, source: Source) -> bool:
+    if (kind or "hub") != source.kind:
+        return False
+    if source.kind == "local":
+        return Path(recorded).expanduser().resolve() == Path(source.label).expanduser().resolve()
+    return recorded.casefold() == source.label.casefold()
 
 
 def read_existing_manifest(data: bytes, where: str, force: bool) -> dict | None:

@@ -22,11 +22,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from hubpad import FORMAT_VERSION
-from hubpad.errors import ConfigError, ConflictError, HubpadError
+from hubpad.errors import ConfigError, ConflictError, HubpadError, NetworkError
 from hubpad.formats.manifest import dumps, same_build
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
-from hubpad.publish.base import Publisher, Summary, read_existing_manifest
+from hubpad.publish.base import Publisher, Summary, check_replace, read_existing_manifest
 from hubpad.source.base import FileEntry, Source, VerifiedReader
 from hubpad.source.hub_api import (
     CONFLICT_STATUS,
@@ -40,7 +40,7 @@ from hubpad.source.hub_api import (
 )
 from hubpad.util.hashing import file_sha256
 from hubpad.util.log import log
-from hubpad.util.refs import derive_target, is_repo_id
+from hubpad.util.refs import both_readings, derive_target, is_repo_id
 from hubpad.util.sizes import human
 
 STAGING_BRANCH = "hubpad-staging"
@@ -73,7 +73,10 @@ class HubPublisher(Publisher):
         self.force, self.private, self.max_disk = force, private, max_disk
         self.summary = Summary()
         self._own_workdir = workdir is None
-        self.workdir = Path(tempfile.mkdtemp(prefix="hubpad-")) if workdir is None else Path(workdir)
+        # Our own scratch folder is made only once the target has been checked (`prepare`): a run that fails
+        # before (an unreachable Hub, a refused target) or a dry run leaves no hubpad-* folder behind.
+        self.workdir = Path(tempfile.gettempdir()) if workdir is None else Path(workdir)
+        self._made_workdir = False
         self.base_commit: str | None = None
         self.existing: dict | None = None
         self.staged: dict[str, dict] = {}
@@ -112,11 +115,14 @@ class HubPublisher(Publisher):
         from huggingface_hub import errors as e
 
         self.plan = plan
+        if plan.source.kind == "hub" and plan.source.label.casefold() == self.repo_id.casefold():
+            raise HubpadError(f"target {self.repo_id}: destination is the source; choose another --to "
+                              f"(default: <your user>/<name>-TP<N>)")
         biggest = max(s.size for s in plan.shards)
         if self.max_disk is not None and biggest > self.max_disk:
             raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
                               f"({human(biggest)}); lower --shard-size or raise --max-disk")
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._budget_note = f"up to {human(self.max_disk)} (--max-disk)" if self.max_disk is not None else ""
         self._budget = self.max_disk if self.max_disk is not None else self._default_budget(biggest)
         try:
             info = self.api.model_info(self.repo_id, revision=self.branch)
@@ -124,6 +130,12 @@ class HubPublisher(Publisher):
             info = None
         except e.RevisionNotFoundError:
             raise HubpadError(f"target {self.repo_id}: branch {self.branch!r} does not exist") from None
+        except Exception:
+            try:
+                with hub_errors(f"target {self.repo_id}"):
+                    raise
+            except NetworkError as exc:  # --to may have meant a local directory that does not exist yet
+                raise NetworkError(f"{exc}; {both_readings(self.repo_id)}") from None
         if info is None:
             with hub_errors(f"target {self.repo_id}: create"):
                 self.api.create_repo(self.repo_id, private=self.private, exist_ok=True)
@@ -137,19 +149,28 @@ class HubPublisher(Publisher):
         elif self.existing_files - {".gitattributes"} and not self.force:
             raise HubpadError(f"target {self.repo_id} already has files and no {MANIFEST}: hubpad did not create it "
                               f"(use --force to publish into it anyway; hubpad never deletes files it did not create)")
+        if self.existing is not None:
+            check_replace(self.existing, plan, f"target {self.repo_id}", self.force)
+        if self._own_workdir and not self._made_workdir:
+            self.workdir, self._made_workdir = Path(tempfile.mkdtemp(prefix="hubpad-")), True
+        else:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.max_disk is None:
+            log(f"scratch disk: {self._budget_note} under {self.workdir}")
         self._load_staging()
         return self.existing
 
     def _default_budget(self, biggest: int) -> int:
         """No --max-disk: room for two shards (the next one is padded while one uploads) when the workdir's
         filesystem has it with a tenth to spare, else for one; none at all fails now, not at the first shard's end."""
-        free = shutil.disk_usage(self.workdir).free
+        where = next(p for p in (self.workdir, *self.workdir.parents) if p.exists())  # it may not exist yet
+        free = shutil.disk_usage(where).free
         if free < biggest:
             raise HubpadError(f"{self.workdir} has {human(free)} free, and the largest output shard needs "
                               f"{human(biggest)} of scratch: point --workdir elsewhere or lower --shard-size")
         two = 2 * biggest
         budget = two if free >= two + two // 10 else biggest
-        log(f"scratch disk: up to {human(budget)} under {self.workdir} ({human(free)} free; --max-disk sets it)")
+        self._budget_note = f"up to {human(budget)} ({human(free)} free; --max-disk sets it)"
         return budget
 
     def _download(self, path: str, revision: str) -> bytes:
@@ -264,7 +285,7 @@ class HubPublisher(Publisher):
             commit.result()
 
     def _record(self, entry: dict, upstream_files: dict[str, dict] | None = None) -> tuple[str, bytes]:
-        record = {"format_version": FORMAT_VERSION, "tp": self.plan.tp, "upstream": self.plan.source.label,
+        record = {"format_version": FORMAT_VERSION, "tp": self.plan.tp, "upstream": self.plan.source.ref,
                   "upstream_commit": self.plan.source.commit, "shard": entry}
         if upstream_files:
             record["upstream_files"] = upstream_files
@@ -574,5 +595,5 @@ class HubPublisher(Publisher):
     def _cleanup(self) -> None:
         self._pool.shutdown(wait=True)
         self._committer.shutdown(wait=True)
-        if self._own_workdir:
+        if self._made_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -10,13 +10,14 @@ import os
 import shutil
 from pathlib import Path
 
-from hubpad.errors import HubpadError
+from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
-from hubpad.publish.base import Publisher, Summary, read_existing_manifest
+from hubpad.publish.base import Publisher, Summary, check_replace, read_existing_manifest
 from hubpad.source.base import ContentHash, Source
 from hubpad.util.hashing import file_sha256
 from hubpad.util.log import log
+from hubpad.util.refs import is_repo_id
 
 
 class LocalPublisher(Publisher):
@@ -25,7 +26,10 @@ class LocalPublisher(Publisher):
     def __init__(self, dst: str | os.PathLike[str], force: bool = False, repo_id: str | None = None) -> None:
         self.dst = Path(dst).absolute()
         self.label = str(dst)
-        self.repo_id = repo_id or f"local/{self.dst.name}"
+        if repo_id is not None and not is_repo_id(repo_id):
+            raise ConfigError(f"--repo-id {repo_id!r} is not a Hub repo id (namespace/name)")
+        self.repo_id = repo_id  # None: the card's commands name the folder itself
+        self.local_path = self.dst
         self.force = force
         self.summary = Summary()
         self.tmp: Path | None = None
@@ -34,6 +38,8 @@ class LocalPublisher(Publisher):
 
     def prepare(self, plan: Plan) -> dict | None:
         existing = None
+        if plan.source.kind == "local":  # first: --force cannot help here, so no other error may suggest it
+            _check_apart(Path(plan.source.label).expanduser().resolve(), self.dst.resolve(), self.label)
         if self.dst.exists():
             if not self.dst.is_dir():
                 raise HubpadError(f"{self.label}: exists and is not a directory")
@@ -43,8 +49,8 @@ class LocalPublisher(Publisher):
             elif any(self.dst.iterdir()) and not self.force:
                 raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to "
                                   f"publish into it; its other files are kept)")
-        if plan.source.kind == "local":
-            _check_apart(Path(plan.source.label).resolve(), self.dst.resolve(), self.label)
+        if existing is not None:
+            check_replace(existing, plan, self.label, self.force)
         self.dst.parent.mkdir(parents=True, exist_ok=True)
         self._lock()
         self.tmp = self.dst.parent / f".{self.dst.name}.hubpad-tmp-{os.getpid()}"
@@ -180,7 +186,7 @@ class LocalPublisher(Publisher):
 def _check_apart(src: Path, dst: Path, label: str) -> None:
     """A local DST must be neither SRC nor nested with it: swapping DST in would replace (or move) the source."""
     if dst == src:
-        raise HubpadError(f"{label}: destination is the source")
+        raise HubpadError(f"{label}: destination is the source; choose another --to (a new folder, e.g. {src.name}-padded)")
     if src in dst.parents:
         raise HubpadError(f"{label}: destination is inside the source {src}")
     if dst in src.parents:

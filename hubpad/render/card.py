@@ -44,13 +44,14 @@ class RenderResult:
 def render_derivative(
     manifest: dict,
     *,
-    target_repo: str,
+    target_repo: str | None,
     upstream_card: str | None,
     upstream_base_card: str | None = None,
     existing_readme: str | None = None,
     published_commit: str | None = None,
     templates_dir: Path | None = None,
     upstream_files: set[str] | None = None,
+    target_path: str | None = None,
 ) -> RenderResult:
     """Render README.md, `<name>.yaml` (sparkrun recipe) and, when the vocab needs it, `vllm_patch/*`.
 
@@ -59,6 +60,7 @@ def render_derivative(
     - `existing_readme`: the derivative's current README, whose owner section is carried over.
     - `published_commit`: the derivative commit holding the weights; the recipe and the serve command pin it.
     - `templates_dir`: files there override the built-in templates of the same name.
+    - `target_repo` None: a local derivative no Hub repo id was given for; its commands name `target_path`.
     - `upstream_files`: the upstream repo's file list (defaults to the manifest's), used to check a relative license link.
 
     `manifest["serving"]` keys read (all optional): tool_call_parser (adds --enable-auto-tool-choice unless
@@ -76,6 +78,7 @@ def render_derivative(
         published_commit=published_commit,
         upstream_files=upstream_files,
         warnings=warnings,
+        target_path=target_path,
     )
     env = _environment(templates_dir)
     files = {

@@ -3,6 +3,7 @@ wording and layout only. Every value that ends up in a link, YAML or a command i
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -91,16 +92,23 @@ class _Cards:
 def build_context(
     manifest: dict,
     *,
-    target_repo: str,
+    target_repo: str | None,
     upstream_card: str | None,
     upstream_base_card: str | None,
     existing_readme: str | None,
     published_commit: str | None,
     upstream_files: set[str] | None,
     warnings: list[str],
+    target_path: str | None = None,
 ) -> dict[str, Any]:
-    """Everything the templates see, computed here so the templates hold wording and layout only."""
-    _check_target(manifest, target_repo, published_commit, warnings)
+    """Everything the templates see, computed here so the templates hold wording and layout only.
+
+    `target_repo`: the Hub repo id the derivative is (or will be) published as; None for a local derivative with no
+    such id, whose commands then name `target_path` (its absolute local path)."""
+    if target_repo is None:
+        target_path = _check_local_target(target_path)
+    else:
+        _check_target(manifest, target_repo, published_commit, warnings)
     upstream = _upstream(manifest, upstream_files)
     tp = int(_need(manifest, "tp", ""))
     if tp < 1:
@@ -117,9 +125,9 @@ def build_context(
     if existing_readme and owner is None:
         warnings.append("the existing README has no owner section; its text is replaced")
     return {
-        **_identity(manifest, target_repo, upstream, published_commit, tp),
+        **_identity(manifest, target_repo, target_path, upstream, published_commit, tp),
         **_padding(manifest, dims, tp, vocab),
-        **recipe_context(manifest, target_repo, published_commit, tp, bool(vocab.get("patch_needed"))),
+        **recipe_context(manifest, target_repo or target_path, published_commit, tp, bool(vocab.get("patch_needed"))),
         "copied_files": sorted(copied),
         "generated_files": sorted(str_list(files_section.get("generated"))),
         "base_models": cards.base_models,
@@ -139,7 +147,37 @@ def build_context(
                         if w.startswith("--")],
         "serving_notes": str_list((manifest.get("serving") or {}).get("mtp_unavailable"))
         + str_list((manifest.get("serving") or {}).get("notes")),
+        "draft": _draft(manifest, target_repo, published_commit),
     }
+
+
+_DRAFT_METHODS = ("eagle3", "dspark", "mtp")
+
+
+def _draft(manifest: dict, target_repo: str, published_commit: str | None) -> dict | None:
+    """A draft model's pairing, for its card: the speculative method, the padded target it pairs with (a Hub repo id,
+    or None when hubpad was not told it), and the --speculative-config that target is served with."""
+    draft = (manifest.get("serving") or {}).get("draft")
+    if not draft:
+        return None
+    method = draft.get("method")
+    if method not in _DRAFT_METHODS:
+        raise HubpadError(f"serving.draft.method {method!r} is not one of {', '.join(_DRAFT_METHODS)}")
+    tokens = draft.get("num_speculative_tokens")
+    if type(tokens) is not int or tokens < 1:
+        raise HubpadError(f"serving.draft.num_speculative_tokens must be a positive integer, got {tokens!r}")
+    target = draft.get("target")
+    if target is not None and not isinstance(target, str):
+        raise HubpadError(f"serving.draft.target must be a string, got {target!r}")
+    spec = {"method": method, "model": target_repo, "num_speculative_tokens": tokens}
+    if published_commit:
+        spec["revision"] = published_commit
+    verifier = draft.get("verifier")  # the target before padding, as the draft's own config names it
+    if verifier is not None and not (isinstance(verifier, str) and is_repo_id(verifier)):
+        verifier = None  # named only when it is a Hub repo id
+    # a Hub repo id is linked; a local path (a local pair) is named as it is
+    return {"method": method, "target": target, "target_is_repo": bool(target) and is_repo_id(target),
+            "verifier": verifier, "tokens": tokens, "spec_json": json.dumps(spec)}
 
 
 def _check_target(manifest: dict, target_repo: str, published_commit: str | None, warnings: list[str]) -> None:
@@ -153,6 +191,15 @@ def _check_target(manifest: dict, target_repo: str, published_commit: str | None
     # A local target is rendered for the Hub id it would be uploaded as: only a Hub target can disagree.
     if target.get("kind", "hub") == "hub" and target.get("repo") and target["repo"] != target_repo:
         warnings.append(f"hubpad.json was made for {target['repo']!r}, the card is rendered for {target_repo!r}")
+
+
+def _check_local_target(target_path: str | None) -> str:
+    """A local derivative's path as its card's commands name it: absolute, and plain enough for a shell and YAML."""
+    if not target_path or not target_path.startswith("/"):
+        raise HubpadError(f"a local derivative's card needs its absolute path, got {target_path!r}")
+    if any(ord(ch) < 32 or ch in "{}" for ch in target_path):
+        raise HubpadError(f"{target_path!r}: a control character or brace in the path cannot go into the card's commands")
+    return target_path
 
 
 def _upstream(manifest: dict, upstream_files: set[str] | None) -> _Upstream:
@@ -194,21 +241,26 @@ def _vocab(manifest: dict) -> dict:
     return vocab
 
 
-def _identity(manifest: dict, target_repo: str, upstream: _Upstream, published_commit: str | None,
-              tp: int) -> dict[str, Any]:
+def _identity(manifest: dict, target_repo: str | None, target_path: str | None, upstream: _Upstream,
+              published_commit: str | None, tp: int) -> dict[str, Any]:
     """Who is who: target, upstream, versions, dates."""
+    ref = target_repo or str(target_path)
+    digest = str_or_none((manifest.get("upstream") or {}).get("digest"))
     return {
         "hubpad_version": manifest.get("hubpad_version", __version__),
         "renderer_version": __version__,
         "created": manifest.get("created"),
-        "target_repo": target_repo,
-        "target_name": target_repo.split("/", 1)[1],
-        "target_namespace": target_repo.split("/", 1)[0],
+        "target_repo": ref,  # what the commands name: the Hub repo id, or a local derivative's absolute path
+        "target_is_hub": target_repo is not None,
+        "target_name": ref.rstrip("/").rsplit("/", 1)[-1],
+        "target_namespace": target_repo.split("/", 1)[0] if target_repo else "local",
         "upstream_repo": upstream.repo,
         "upstream_is_hub": upstream.is_hub,
         "upstream_namespace": upstream.namespace,
         "upstream_revision": upstream.revision,
         "upstream_commit": upstream.commit,
+        # What pins a local upstream: the content digest over its files' sha256 (what `hubpad check` compares)
+        "upstream_digest": digest if not upstream.is_hub else None,
         "published_commit": published_commit,
         "tp": tp,
         "architecture": manifest.get("architecture") or {},
@@ -234,6 +286,7 @@ def _padding(manifest: dict, dims: list[dict], tp: int, vocab: dict) -> dict[str
         "rank_table": manifest.get("rank_table") or [],
         "tensors": {"total": tensors.get("total"), "padded": tensors.get("padded"), "copied": tensors.get("copied"),
                     "padded_groups": _padded_groups(tensors.get("padded_groups"))},
+        "rescaled": [g for g in _padded_groups(tensors.get("padded_groups")) if g["scale"] is not None],
         "vocab": vocab,
         "vocab_patch": vocab_patch,
         "vocab_per_rank": (int(vocab["patched_size"]) // tp) if vocab_patch else None,
@@ -247,8 +300,12 @@ def _padded_groups(value: Any) -> list[dict[str, Any]]:
         if not isinstance(g, dict) or not str_or_none(g.get("pattern")):
             continue
         shape = [[int(x) for x in g.get(k) or []] for k in ("before", "after")]
+        scale = g.get("scale")
+        scale = float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0 else None
+        root = None if scale is None else f"{'√' if scale >= 1 else '1/√'}{max(scale, 1 / scale) ** 2:.6g}"
         groups.append({"pattern": str_or_none(g["pattern"]), "before": shape[0], "after": shape[1],
-                       "count": int(g.get("count") or 0)})
+                       "count": int(g.get("count") or 0), "scale": scale,
+                       "scale_text": None if scale is None else f"{scale:.6f} = {root}"})
     return groups
 
 
@@ -274,7 +331,8 @@ def _front_matter(manifest: dict, upstream: _Upstream, cards: _Cards, license_in
                             + _format_tags(manifest.get("quantization") or {}))
     front["hubpad"] = {
         "upstream": upstream.repo,
-        "upstream_revision": upstream.commit,
+        "upstream_revision": upstream.commit or (str_or_none((manifest.get("upstream") or {}).get("digest"))
+                                                 if not upstream.is_hub else None) or "local directory",
         "tp": tp,
         "hubpad_version": manifest.get("hubpad_version", __version__),
         "format_version": manifest.get("format_version"),

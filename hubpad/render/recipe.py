@@ -43,7 +43,7 @@ def recipe_context(manifest: dict, target_repo: str, published_commit: str | Non
             defaults[flag["key"]] = flag["value"]
     method = str(quant.get("method")).lower()
     return {
-        "recipe_file": f"{target_repo.split('/', 1)[1].lower()}.yaml",
+        "recipe_file": f"{target_repo.rstrip('/').rsplit('/', 1)[-1].lower()}.yaml",
         "container": container,  # the recipe runs the stock image; a vocab patch is installed by its pre_exec hook
         "base_image": container,
         "image": image,  # what the Containerfile builds, for plain `vllm serve` users

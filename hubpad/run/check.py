@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hubpad.errors import HubpadError
+from hubpad.errors import HubpadError, NetworkError
 from hubpad.formats.manifest import is_fresh, parse_manifest, recorded_upstream
 from hubpad.formats.mirrors_file import load_mirrors
 from hubpad.formats.names import MANIFEST
 from hubpad.source.hub_api import api_for, hub_errors, read_repo_file, whoami_name
 from hubpad.source.local import local_digest
-from hubpad.util.refs import derive_target, is_local
+from hubpad.util.refs import both_readings, derive_target, is_local
 
 
 def _upstream_sha(src: str, revision: str | None) -> str:
@@ -26,12 +26,22 @@ def _recorded(target: str) -> dict | None:
         p = Path(target).expanduser() / MANIFEST
         return parse_manifest(p.read_bytes(), target) if p.is_file() else None
 
-    data = read_repo_file(api_for(), target, MANIFEST)
+    with hub_errors(f"target {target}"):
+        data = read_repo_file(api_for(), target, MANIFEST)
     return parse_manifest(data, target) if data else None
 
 
 def check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
     """Status of one mirror: "missing", "up-to-date" or "stale", with the shas compared."""
+    try:
+        return _check_one(src, dst, tp, revision)
+    except NetworkError as exc:  # a Hub reading that may have meant a local folder: say both
+        ambiguous = [r for r in (src, dst) if r and not is_local(r)]
+        raise NetworkError(f"{exc}; " + "; ".join(both_readings(r) for r in ambiguous) if ambiguous else str(exc)) \
+            from None
+
+
+def _check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
 
     if dst is None:
         if is_local(src):

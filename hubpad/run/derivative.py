@@ -25,6 +25,7 @@ def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates
 
         base_card = base_model_card(plan.source.api, upstream_card)
     result = render_derivative(manifest, target_repo=publisher.repo_id, upstream_card=upstream_card,
+                               target_path=str(publisher.local_path) if publisher.local_path else None,
                                upstream_base_card=base_card,
                                      existing_readme=publisher.existing_readme(),
                                 published_commit=publisher.published_revision(),

@@ -18,6 +18,7 @@ from typing import ContextManager, Protocol
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.manifest import dumps, is_fresh
 from hubpad.formats.names import INDEX, MANIFEST
+from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
 from hubpad.plan.adapters.vllm import min_vllm
 from hubpad.plan.model import Plan, ShardPlan
 from hubpad.plan.vllm_route import route_flags
@@ -121,9 +122,13 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     for warning in plan.warnings:
         log(f"warning: {warning}")
     summary = _start_summary(plan, publisher)
-    existing = publisher.prepare(plan)
+    try:
+        existing = publisher.prepare(plan)
+    except BaseException:  # a refused or unreachable target: nothing of this run may stay behind (scratch, locks)
+        publisher.abort()
+        raise
     upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)
-    if is_fresh(existing, plan.tp, upstream_state, plan.source.label, [s.name for s in plan.shards]):
+    if is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards]):
         return _settle_up_to_date(plan, publisher, existing)
     inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
     try:
@@ -167,9 +172,7 @@ def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summ
     summary.commit = existing.get("published_commit")
     publisher.settle_published()
     publisher.abort()
-    at = f"@{plan.source.commit[:12]}" if plan.source.commit else ""
-    log(f"{publisher.label} is up to date with {plan.source.label}{at}; nothing to do")
-    return summary
+    return summary  # the caller says so, once (the CLI on stdout)
 
 
 def _upstream_hashes(plan: Plan, publisher: Publisher,
@@ -353,7 +356,19 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
         serving["extra_args"] = [*serving.get("extra_args", []), "--moe-backend", "marlin"]
         features.append("flag:moe-backend-marlin")
     serving["min_vllm"] = min_vllm(features)
-    serving.update(overrides or {})
+    method = draft_method(plan.config)
+    if method and not serving.get("draft"):  # a draft repo of a family's own layers (an MTP-only repo): no model alone
+        serving.update(speculative_config=None, draft={"method": method})
+    overrides = dict(overrides or {})
+    if "draft" in overrides:  # a draft's pairing (--draft-for): merged into what the adapter says of the draft
+        if not serving.get("draft"):
+            raise ConfigError(f"--draft-for: {plan.adapter.name} is not a speculative-decoding draft hubpad knows")
+        pair = {k: v for k, v in overrides.pop("draft").items() if v is not None}
+        serving["draft"] = {**serving["draft"], **pair}
+    serving.update(overrides)
+    if serving.get("draft"):
+        serving["draft"].setdefault("num_speculative_tokens",
+                                    default_speculative_tokens(serving["draft"]["method"], plan.config))
     return serving
 
 

@@ -1,6 +1,7 @@
 """`hubpad verify SRC DST`: prove DST is SRC padded losslessly, reading both front to back.
 
-The byte checks do not trust the padder: original bytes must sit in place in DST, padded weight/code
+The byte checks do not trust the padder: original bytes must sit in place in DST (or, in a scaled copy, the value
+nearest to the original's times the planned factor, checked element by element), padded weight/code
 regions must hold the format's zero (codes of int4, GPTQ, AWQ: nibble 0x8; GPTQ v1 zero points: 0x7),
 padded scale cells must decode to finite positive numbers, every shard must hash to what `hubpad.json` records, and
 the upstream files carried unchanged must be there byte for byte.
@@ -10,9 +11,13 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
+from array import array
 from collections.abc import Iterator
+from fractions import Fraction
 
 from hubpad.errors import HubpadError, IntegrityError
+from hubpad.formats.floats import decode as decode_element, is_plain
 from hubpad.formats.manifest import parse_manifest
 from hubpad.formats.names import INDEX, MANIFEST
 from hubpad.plan.model import TensorPlan
@@ -63,6 +68,52 @@ def check_pad_region(t: TensorPlan, region: bytes, qcfg: QuantConfig) -> None:
         return
     if len(region) % len(zero) or region != zero * (len(region) // len(zero)):
         raise IntegrityError(f"tensor {t.name}: padded region is not all {zero.hex()} (the format's zero)")
+
+
+def check_scaled(t: TensorPlan, want: bytes, got: bytes, factor: float) -> None:
+    """Every element of `got` is the dtype's value nearest to the same element of `want` × `factor` (exactly,
+    ties to even): checked against its two neighbouring codes, once per distinct (original, stored) pair."""
+    s = t.src.itemsize
+    if len(want) != len(got):
+        raise IntegrityError(f"tensor {t.name}: scaled region has {len(got)} bytes, expected {len(want)}")
+    codes = []
+    for x in (want, got):
+        arr = array({2: "H", 4: "I", 8: "Q"}[s], x)
+        if sys.byteorder == "big":
+            arr.byteswap()
+        codes.append(arr)
+    pairs = {(a.to_bytes(s, "little"), b.to_bytes(s, "little")) for a, b in set(zip(*codes))}
+    f = Fraction(factor)
+    for a, b in pairs:
+        x, y = decode_element(t.dtype, a), decode_element(t.dtype, b)
+        if not (math.isfinite(x) and math.isfinite(y)) or (y != 0 and (y < 0) != (x < 0)):
+            raise IntegrityError(f"tensor {t.name}: scaled element {b.hex()} is {y}, from {x} x {factor}")
+        product, code = x * factor, int.from_bytes(b, "little")  # IEEE: the exact product rounded once
+        if t.dtype == "F64" and y == product:
+            continue
+        if is_plain(t.dtype, product) and _nearest(t.dtype, s, code, y, product):
+            continue  # off the dtype's midpoints, the float64 product orders the neighbours as the exact one does
+        exact = Fraction(x) * f
+        err = abs(Fraction(y) - exact)
+        for nb in (code - 1, code + 1):
+            if nb < 0 or nb >> (8 * s) or (nb ^ code) >> (8 * s - 1):  # out of range, or across the sign bit
+                continue
+            z = decode_element(t.dtype, nb.to_bytes(s, "little"))
+            dz = abs(Fraction(z) - exact) if math.isfinite(z) else None
+            if dz is not None and (dz < err or (dz == err and nb % 2 == 0)):
+                raise IntegrityError(f"tensor {t.name}: scaled element {y!r} is not {x!r} x {factor!r} rounded "
+                                     f"to the nearest {t.dtype} value ({z!r} is nearer, or as near and even)")
+
+
+def _nearest(dtype: str, size: int, code: int, y: float, p: float) -> bool:
+    """`y` (element code `code`) is strictly nearer to `p` than both neighbouring codes (same sign)."""
+    for nb in (code - 1, code + 1):
+        if nb < 0 or nb >> (8 * size) or (nb ^ code) >> (8 * size - 1):
+            continue
+        z = decode_element(dtype, nb.to_bytes(size, "little"))
+        if math.isfinite(z) and not abs(Fraction(y) - Fraction(p)) < abs(Fraction(z) - Fraction(p)):
+            return False
+    return True
 
 
 def verify_derivative(src: Source, dst: Source) -> dict:
@@ -187,7 +238,10 @@ def _compare_padded(t: TensorPlan, op, sc: VerifiedReader, dc: VerifiedReader, s
     block_out = op.new_rows * op.new_row_bytes
     for b in range(op.batch):
         s0, d0 = s_start + b * block_in, d_start + b * block_out
-        if op.new_row_bytes == op.row_bytes:
+        if op.scale is not None:  # a scaled copy: each element the nearest value to the original's × scale
+            for off, n in _chunks(block_in, step):
+                check_scaled(t, sc.read(s0 + off, n), dc.read(d0 + off, n), op.scale)
+        elif op.new_row_bytes == op.row_bytes:
             for off, n in _chunks(block_in, step):
                 same(dc.read(d0 + off, n), sc.read(s0 + off, n), f"block {b}")
         else:

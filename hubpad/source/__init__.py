@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hubpad.errors import ConfigError
+from hubpad.errors import ConfigError, HubError, NetworkError
 from hubpad.source.base import CHUNK, FileEntry, Source, VerifiedReader
 from hubpad.source.hub import HubSource
 from hubpad.source.local import LocalSource, local_digest
-from hubpad.util.refs import is_local
+from hubpad.util.refs import both_readings, is_local
 
 __all__ = ["CHUNK", "FileEntry", "LocalSource", "Source", "VerifiedReader", "local_digest", "open_source"]
 
@@ -20,4 +20,9 @@ def open_source(spec: str, revision: str | None = None) -> Source:
             raise ConfigError(f"{spec}: --revision only applies to Hub repos")
         return LocalSource(Path(spec).expanduser())
 
-    return HubSource(spec, revision=revision or "main")
+    try:
+        return HubSource(spec, revision=revision or "main")
+    except HubError as exc:  # unreachable, or not found: the value may have meant a local path that is not there
+        if not (isinstance(exc, NetworkError) or exc.status == 404):
+            raise
+        raise type(exc)(f"{exc}; {both_readings(spec)}", exc.status) from None

@@ -73,9 +73,14 @@ class Source(ABC):
     """Read-only access to one upstream checkpoint, pinned to one revision for the whole run."""
 
     kind: str = "local"
-    label: str = ""
+    label: str = ""  # as the user wrote it, for messages
     revision: str | None = None
     commit: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """What hubpad.json records and the card's commands name: the repo id, or a local directory's absolute path."""
+        return self.label
 
     @abstractmethod
     def files(self) -> dict[str, FileEntry]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.source.base import CHUNK, FileEntry, Source
 from hubpad.source.hub_api import api_for, hub_errors
-from hubpad.util.refs import is_repo_id
+from hubpad.util.refs import forced_local, is_repo_id
 
 MAX_RESUMES = 8
 
@@ -26,7 +26,8 @@ class HubSource(Source):
 
     def __init__(self, repo_id: str, revision: str = "main", token: str | None = None) -> None:
         if not is_repo_id(repo_id):
-            raise ConfigError(f"{repo_id!r} is neither an existing local directory nor a Hub repo id (org/name)")
+            raise ConfigError(f"{repo_id!r} is neither an existing local directory nor a Hub repo id (org/name); "
+                              f"for a local directory write {forced_local(repo_id)}")
         self.label = repo_id
         self.repo_id = repo_id
         self.revision = revision

@@ -6,7 +6,7 @@ import os
 import re
 from contextlib import contextmanager
 
-from hubpad.errors import ConflictError, HubError, HubpadError
+from hubpad.errors import ConflictError, HubError, HubpadError, NetworkError
 from hubpad.util.log import log
 from hubpad.util.redact import redact
 
@@ -102,7 +102,7 @@ def hub_errors(what: str):
     except e.FileDuplicationError as exc:
         raise HubError(redact(f"{what}: {duplication_failure(exc)}")) from None
     except e.RepositoryNotFoundError:
-        raise HubpadError(f"{what}: repository not found, or the token cannot access it") from None
+        raise HubError(f"{what}: repository not found, or the token cannot access it", 404) from None
     except e.RevisionNotFoundError:
         raise HubpadError(f"{what}: revision not found") from None
     except e.EntryNotFoundError:
@@ -120,12 +120,27 @@ def hub_errors(what: str):
                 f"{what}: Hub error {status or ''} {first}".replace("  ", " ")
         raise (ConflictError if status in CONFLICT_STATUS else HubError)(redact(message), status) from None
     except (httpx.TransportError, httpx.StreamError) as exc:
-        raise HubpadError(redact(f"{what}: network error ({type(exc).__name__}: {exc})")) from None
+        raise NetworkError(redact(f"{what}: {unreachable(exc)}")) from None
     except (ValueError, OSError, RuntimeError) as exc:
         message = copy_without_xet_hash(exc) or xet_failure(exc)
         if message is None:
             raise
         raise HubError(redact(f"{what}: {message}")) from None
+
+
+def unreachable(exc: BaseException) -> str:
+    """A transport failure (httpx) as what could not be reached and why: "could not reach https://host (...)"."""
+    request = getattr(exc, "_request", None)  # httpx sets it when the error belongs to a request
+    if request is not None:
+        port = f":{request.url.port}" if request.url.port else ""
+        host = f"{request.url.scheme}://{request.url.host}{port}"
+    else:
+        host = endpoint()
+    reason = _first_line(exc)
+    for known in ("Name or service not known", "nodename nor servname provided", "Temporary failure in name resolution"):
+        if known in reason:
+            reason = f"cannot resolve the host name: {known}"
+    return f"could not reach {host} ({type(exc).__name__}: {reason}); check the network, or HF_ENDPOINT"
 
 
 def _first_line(exc: BaseException) -> str:

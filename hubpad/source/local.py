@@ -21,9 +21,13 @@ class LocalSource(Source):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         if not self.root.is_dir():
-            raise HubpadError(f"{root}: not a directory")
+            raise HubpadError(f"{root}: no such directory" if not self.root.exists() else f"{root}: not a directory")
         self.label = str(root)
         self._files: dict[str, FileEntry] | None = None
+
+    @property
+    def ref(self) -> str:
+        return str(self.root.expanduser().resolve())
 
     def files(self) -> dict[str, FileEntry]:
         if self._files is None:

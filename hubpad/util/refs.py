@@ -7,12 +7,29 @@ from pathlib import Path
 
 _NAME_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?"
 _REPO_ID_RE = re.compile(rf"(?:(?P<namespace>{_NAME_PART})/)?(?P<name>{_NAME_PART})", re.ASCII)
-_LOCAL_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
+# A value starting with one of these is a local path, whatever follows (no Hub repo id starts with them).
+_LOCAL_PREFIXES = (".", "/", "~", "\\")
 
 
-def is_local(spec: str) -> bool:
-    """A local directory: `.`/`..`, a path starting with / ./ ../ or ~, or a path that exists."""
-    return spec in (".", "..") or spec.startswith(_LOCAL_PREFIXES) or Path(spec).exists()
+def is_local(spec: str, base: str | Path | None = None) -> bool:
+    """THE rule for what a SRC/DST/--config value names. A local directory when it starts with `.`, `/`, `~` (or
+    `\\`), or when its first path component exists (under `base`, default the current directory); anything else
+    is read as a Hub repo id. `./NAME` forces the local reading of a NAME that does not exist yet."""
+    if spec.startswith(_LOCAL_PREFIXES):
+        return True
+    first = Path(spec).parts[:1]
+    return bool(first) and ((Path(base) if base is not None else Path()) / first[0]).exists()
+
+
+def forced_local(spec: str) -> str:
+    """How to write `spec` so that it is read as a local path (what error messages suggest)."""
+    return spec if spec.startswith(_LOCAL_PREFIXES) else f"./{spec}"
+
+
+def both_readings(spec: str) -> str:
+    """The tail of an error about a value read as a Hub repo id that could also have meant a local path."""
+    return (f"'{spec}' was read as a Hub repo id because no local '{Path(spec).parts[0] if Path(spec).parts else spec}' "
+            f"exists; for a local directory write {forced_local(spec)}")
 
 
 def validate_repo_id(repo_id: str, *, allow_bare: bool = False) -> None:

@@ -51,6 +51,25 @@ def parse_size(text: str | int) -> int:
     return int(value * _UNITS[unit])
 
 
+# The smallest shard size or disk budget hubpad takes (1 MB): anything below is a slip (`--shard-size 5` is five
+# bytes, hence thousands of shards), not a plan. Tests that need tinier shards call the planner directly.
+SIZE_FLOOR = 1000**2
+
+
+def parse_size_floor(text: str | int, what: str) -> int:
+    """parse_size for a shard size or disk budget (`what`, e.g. "--shard-size"): at least SIZE_FLOOR. A value
+    below it without a unit is taken for a forgotten unit and asks for one; with a unit it is refused as absurd."""
+    n = parse_size(text)
+    if n >= SIZE_FLOOR:
+        return n
+    match = None if isinstance(text, int) else _SIZE_RE.fullmatch(text)
+    if match is None or not match.group(2):
+        raise ValueError(f"{str(text).strip()!r} is {n} bytes (a size without a unit is in bytes), below the 1MB "
+                         f"floor for {what}; write the unit, e.g. {str(text).strip()}GB")
+    raise ValueError(f"{text.strip()!r} is below the 1MB floor for {what} (shards that small would be thousands of "
+                     f"files); use MB or GB")
+
+
 def format_size(n: int, *, binary: bool = False) -> str:
     """A short human form of `n` bytes: 5000000000 -> "5GB", 1536 -> "1.54KB" (or "1.5KiB" with binary=True).
 

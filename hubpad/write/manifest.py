@@ -25,6 +25,8 @@ def shard_inputs_key(shard: ShardPlan, upstream_sha: dict[str, str | None]) -> s
         for op in (t.op, *t.op.parts):  # a "sections" op: its own fields, then each part's
             h.update(f"|{op.kind}|{op.batch}|{op.rows}|{op.row_bytes}|{op.new_rows}|{op.new_row_bytes}|".encode())
             h.update(op.fill.hex().encode() + b"|" + op.data.hex().encode())
+            if op.scale is not None:  # a scaled copy (keys of every other shard stay as they were)
+                h.update(f"|scale={op.scale!r}".encode())
         h.update(b"\n")
     for file, ranges in shard.source_ranges().items():
         h.update(f"{file}|{upstream_sha.get(file)}|{ranges}\n".encode())
@@ -51,7 +53,7 @@ def build_manifest(plan: Plan, shards: list[dict], upstream_files: dict[str, dic
         "hubpad_version": __version__,
         "format_version": FORMAT_VERSION,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "upstream": {"repo": plan.source.label, "kind": plan.source.kind, "revision": plan.source.revision,
+        "upstream": {"repo": plan.source.ref, "kind": plan.source.kind, "revision": plan.source.revision,
                      "commit": plan.source.commit, "files": upstream_files},
         "target": target,
         "tp": plan.tp,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hubpad.errors import HubpadError
+from hubpad.formats.floats import scale_elements
 from hubpad.plan.model import ShardPlan, TensorPlan
 from hubpad.source.base import CHUNK, CHUNK_POOL, VerifiedReader
 from hubpad.write.writer import ShardWriter
@@ -57,21 +58,36 @@ def write_tensor(t: TensorPlan, reader: VerifiedReader, out: ShardWriter) -> Non
         return
     pos = src.start
     for part in op.parts if op.kind == "sections" else (op,):
-        _write_padded(part, reader, pos, out)
+        _write_padded(part, reader, pos, out, t.dtype)
         pos += part.in_bytes
 
 
-def _write_padded(op, reader: VerifiedReader, pos: int, out: ShardWriter) -> None:
-    """One "pad" op's bytes: its blocks, each copied (or widened row by row) and followed by its fill rows."""
+def _write_padded(op, reader: VerifiedReader, pos: int, out: ShardWriter, dtype: str = "") -> None:
+    """One "pad" op's bytes: its blocks, each copied (scaled, for a scaled copy; or widened row by row) and followed
+    by its fill rows."""
     block_in = op.rows * op.row_bytes
     extra_rows = (op.new_rows - op.rows) * op.new_row_bytes
     for _ in range(op.batch):
-        if op.new_row_bytes == op.row_bytes:
+        if op.scale is not None:
+            if op.new_row_bytes != op.row_bytes:
+                raise HubpadError("internal error: a scaled copy that widens rows")
+            _write_scaled(reader, pos, block_in, out, dtype, op.scale)
+        elif op.new_row_bytes == op.row_bytes:
             out.copy_from(reader, pos, block_in)
         else:
             _pad_columns(op, reader, pos, out)
         pos += block_in
         _write_fill(out, op.fill, extra_rows)
+
+
+def _write_scaled(reader: VerifiedReader, pos: int, n: int, out: ShardWriter, dtype: str, factor: float) -> None:
+    """`n` source bytes from `pos`, each element × `factor` correctly rounded, a few MiB at a time."""
+    step = CHUNK - CHUNK % 8  # whole elements of every scalable dtype
+    done = 0
+    while done < n:
+        k = min(step, n - done)
+        out.write(scale_elements(dtype, bytes(reader.read(pos + done, k)), factor))
+        done += k
 
 
 def _pad_columns(op, reader: VerifiedReader, pos: int, out: ShardWriter) -> None:

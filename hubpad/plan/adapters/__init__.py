@@ -8,43 +8,62 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.util.text import short
 from hubpad.plan.adapters.base import COPY, Adapter, Role
+from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft, speculators_adapter
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
+from hubpad.plan.adapters.dsa import DEEPSEEK_V32, GLM_MOE_DSA
 from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
 from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
+from hubpad.plan.adapters.gemma4 import GEMMA4, GEMMA4_TEXT
 from hubpad.plan.adapters.glm import GLM4_MOE, GLM4V_MOE
+from hubpad.plan.adapters.glm5_next import GLM5_NEXT
 from hubpad.plan.adapters.gpt_oss import GPT_OSS
 from hubpad.plan.adapters.hy3 import HY3
+from hubpad.plan.adapters.hy4 import HY_V4
+from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
-from hubpad.plan.adapters.minimax import MINIMAX_M2_REFUSAL
-from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL
+from hubpad.plan.adapters.longcat import LONGCAT_FLASH
+from hubpad.plan.adapters.mimo import MIMO_V2
+from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3
+from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL
+from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL, STEP3P7_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
+from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
 from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
 
 __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused"]
 
-ADAPTERS: list[Adapter] = [HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL, QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
+# Drafts first: they share their decoder's model_type and are told apart by their architectures.
+ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL,
+                           QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
-                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V4]
+                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
+                           HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
+                           GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
-REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL, "minimax_m2": MINIMAX_M2_REFUSAL,
-                           "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL}
+REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
+                           "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
+                           "mistral4": MISTRAL4_REFUSAL, "hy_v4_vl": HY_V4_VL_REFUSAL, "step3p7": STEP3P7_REFUSAL}
 
 
 def adapter_for(config: dict) -> Adapter:
     """Pick the adapter for a config.json, or fail naming the model type."""
+    speculators = speculators_adapter(config)  # a speculators-format draft: its decoder's config is nested
+    if speculators is not None:
+        return speculators
     model_type = config.get("model_type")
+    archs = set(config.get("architectures") or [])
     for adapter in ADAPTERS:
-        if model_type in adapter.model_types:
-            return adapter
-    known = sorted(t for a in ADAPTERS for t in a.model_types)
+        if model_type in adapter.model_types and (not adapter.architectures or archs & set(adapter.architectures)):
+            return adapter.for_config(config)
+    known = sorted({t for a in ADAPTERS for t in a.model_types})
     raise ConfigError(f"config.json: model_type {model_type!r} is not supported (known: {', '.join(known)})")
 
 
 def check_refused(config: dict) -> None:
     """Fail with the reason when config.json is a family hubpad knows it cannot pad exactly."""
-    reason = REFUSED.get(config.get("model_type"))
+    reason = refused_draft(config) or REFUSED.get(config.get("model_type"))
     if reason:
         raise ConfigError(f"config.json: {reason}")
 
@@ -55,6 +74,8 @@ _INTEGER_KEYS = frozenset({
     "num_attention_heads", "num_key_value_heads", "hidden_size", "head_dim", "num_hidden_layers", "vocab_size",
     "num_nextn_predict_layers", "num_local_experts", "num_experts", "n_routed_experts", "n_shared_experts",
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "o_groups", "o_lora_rank",
+    "global_head_dim", "num_global_key_value_heads", "swa_num_attention_heads", "swa_num_key_value_heads",
+    "swa_head_dim", "swa_v_head_dim",
 }) | {key for a in ADAPTERS for keys in a.intermediate_keys.values() for key in keys}
 
 

@@ -151,6 +151,10 @@ class Adapter:
     fused_experts: list[tuple[str, "FusedExperts"]] = field(default_factory=list)
     # Gated DeltaNet linear-attention tensors (Qwen3.5, Qwen3-Next): pattern -> plan/gdn.py kind.
     linear_attention: list[tuple[str, str]] = field(default_factory=list)
+    # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py) or "kda" (plan/kda.py, Kimi Delta
+    # Attention, whose layers share tensor names with the family's full-attention layers: only the layers
+    # `kda.layers(config)` lists are linear attention).
+    linear_attention_family: str = "gdn"
     # vLLM's MTP layer for the family projects to the hidden size column-parallel (Qwen3.5, Qwen3-Next `mtp.fc`):
     # MTP speculative decoding then needs hidden_size % TP == 0.
     mtp_fc_shards_hidden: bool = False
@@ -164,6 +168,16 @@ class Adapter:
     text_config: str | None = None
     # The layers' name prefix (a regex), for the rules that look at layer modules by name (per-head norms).
     layers: str = L
+    # Only configs whose architectures include one of these (drafts share their decoder's model_type); (): any.
+    architectures: tuple[str, ...] = ()
+    # q/k RMSNorms over all heads of a layer (MiniMax-M2, `qk_norm_type: per_layer`): projection module -> its norm
+    # module, both relative to a layer (e.g. "self_attn.q_proj" -> "self_attn.q_norm"). Zero heads would shrink the
+    # norm's mean square by r = H'/H (kv heads for k); the planner scales the projection's stored rows by sqrt(r) and
+    # the norm weight by 1/sqrt(r) instead, which restores it with eps untouched (plan/ops.py `scaled`).
+    layer_qk_norms: dict[str, str] = field(default_factory=dict)
+    # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
+    # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
+    tied_keys: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
@@ -243,6 +257,34 @@ class Adapter:
             raise ConfigError(f"config.json: {experts} routed experts < tp {tp}, and vLLM's {self.name} MoE block "
                               f"refuses a tensor-parallel size larger than the number of experts")
 
+    def layer_qk_norm_of(self, module: str) -> str | None:
+        """The module of the norm over all heads that `module` (a q or k projection) feeds, or None."""
+        for proj, norm in self.layer_qk_norms.items():
+            if module.endswith("." + proj) and re.match(self.layers + re.escape(proj) + "$", module):
+                return module[:-len(proj)] + norm
+        return None
+
+    def is_layer_qk_norm(self, module: str) -> bool:
+        return any(module.endswith("." + norm) and re.match(self.layers + re.escape(norm) + "$", module)
+                   for norm in self.layer_qk_norms.values())
+
+    def tied_values(self, config: dict) -> dict[str, object]:
+        """Each tied key present in the language model's config (tied_keys), with its value; ConfigError when one
+        differs from the key it is tied to."""
+        text, out = self.dims_config(config), {}
+        for path, key in self.tied_keys.items():
+            node, *rest = path.split(".")
+            value = text.get(node)
+            for part in rest:
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is None:
+                continue
+            if value != text.get(key):
+                raise ConfigError(f"config.json: {path} is {value!r}, not {key} ({text.get(key)!r}); {self.name} "
+                                  f"needs them equal (vLLM shards one with the other)")
+            out[path] = value
+        return out
+
     def is_per_head_norm(self, module: str) -> bool:
         return self.per_head_norms and bool(re.search(self.layers + r"self_attn\.[qk]_norm$", module))
 
@@ -275,6 +317,27 @@ class Adapter:
         """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""
         heads = int(config.get("num_attention_heads") or 1)
         return HeadShape.uniform(int(config.get("head_dim") or (int(config.get("hidden_size") or 0) // heads)))
+
+    def for_config(self, config: dict) -> "Adapter":
+        """The adapter for this config.json: itself, or (a family whose tensor roles depend on the layer types the
+        config lists, as Gemma 4's sliding and global layers) a copy with patterns for it."""
+        return self
+
+    def kv_group_keys(self, config: dict) -> dict[str, tuple[str, ...]]:
+        """The config keys stating each HeadShape.kv_groups layer type's kv heads (a dotted key: a nested value,
+        written by `padded_config`), for the plan's dims; `config` is the language model's part."""
+        return {}
+
+    def padded_config(self, upstream: dict, config: dict, heads: int, kv: int) -> dict:
+        """The derivative's config.json once the dims' keys are written into `config` (a copy of `upstream`): a family
+        whose config states padded counts elsewhere too (per-layer overrides, a second layer type's keys) writes
+        them here."""
+        return config
+
+    def vocab_sizes(self, config: dict) -> list[int]:
+        """The vocab-parallel sizes vLLM builds for the model (embedding and head); the first that does not shard at a
+        TP is the one the vocab plugin reports."""
+        return [int(config.get("vocab_size") or 0)]
 
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""

@@ -35,6 +35,7 @@ class MlaAdapter(Adapter):
     reasoning_parser = "deepseek_v3"  # separates thinking only when a request asks for it (else identity)
     extra_args: tuple[str, ...] = ()
     vllm_features: tuple[str, ...] = ("arch:DeepseekV3ForCausalLM",)  # vLLM's class for both model types
+    mtp_features: tuple[str, ...] = ("spec:deepseek_mtp", "spec:mtp")  # what MTP speculative decoding adds
 
     def head_shape(self, config: dict) -> HeadShape:
         bad = [k for k in _MLA_KEYS if not isinstance(config.get(k), int) or config[k] <= 0]
@@ -57,7 +58,7 @@ class MlaAdapter(Adapter):
     def serving(self, config: dict) -> dict:
         spec = mtp_speculative(config)
         out = serving(tool=self.tool_call_parser, reasoning=self.reasoning_parser, spec=spec,
-                      features=self.vllm_features + (("spec:deepseek_mtp", "spec:mtp") if spec else ()))
+                      features=self.vllm_features + (self.mtp_features if spec else ()))
         return {**out, "extra_args": list(self.extra_args)}
 
 
@@ -73,6 +74,10 @@ class KimiK2Adapter(MlaAdapter):
 # DeepSeek-V3's router as its published configs state it; vLLM's defaults differ silently (no bias, softmax).
 _ROUTER_KEYS = {"topk_method": "vLLM defaults to no e_score_correction_bias routing ('greedy'), another function",
                 "scoring_func": "vLLM defaults to 'softmax', another routing function than DeepSeek-V3's sigmoid"}
+
+
+# Public names for the DSA families (dsa.py), which are MLA plus an indexer.
+MLA_HEADS, MLA_LATENT, ROUTER_KEYS = _MLA, _LATENT, _ROUTER_KEYS
 
 
 def _mla(cls: type[MlaAdapter], model_type: str) -> MlaAdapter:

@@ -81,6 +81,46 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # The vocab plugin's hooks (VocabParallelEmbedding padding_size, vllm.general_plugins in every worker) were
     # checked in 0.19.0–0.33.0 (docs: shared reference ecosystem.md §1.0b); older releases are not claimed.
     "plugin:vocab-patch": ("0.19.0", "hubpad's vocab plugin (checked from 0.19.0)"),
+    # MiniMax-M2: model class, both parsers (minimax_m2 and minimax_m2_append_think) in 0.11.1; 0.11.0 has none
+    "arch:MiniMaxM2ForCausalLM": ("0.11.1", "MiniMaxM2ForCausalLM"),
+    "tool:minimax_m2": ("0.11.1", "tool-call parser minimax_m2"),
+    "reasoning:minimax_m2": ("0.11.1", "reasoning parser minimax_m2"),
+    # Gemma 4 (gemma4.py, gemma4_mm.py, the gemma4 parsers): in the 0.19.0 wheel, not in 0.18.1. 0.19.0 reads the
+    # global layers from global_head_dim / num_global_key_value_heads, later releases from transformers'
+    # per_layer_config: the derivative states the padded counts in every form its upstream has.
+    "arch:Gemma4ForConditionalGeneration": ("0.19.0", "Gemma4ForConditionalGeneration"),
+    "arch:Gemma4ForCausalLM": ("0.19.0", "Gemma4ForCausalLM"),
+    "tool:gemma4": ("0.19.0", "tool-call parser gemma4"),
+    "reasoning:gemma4": ("0.19.0", "reasoning parser gemma4"),
+    # MiMo-V2 (read in the wheels of 0.12.0-0.15.0, 0.17.0, 0.19.0-0.25.0, 0.28.0, 0.30.0, 0.32.0; each entry's
+    # first release and its immediate predecessor among them): MiMoV2FlashForCausalLM from 0.14.0, the mimo parsers
+    # from 0.20.0, MiMoV2ForCausalLM and MTP drafting for MiMo-V2-Flash (MiMoV2MTPModel) from 0.21.0.
+    "arch:MiMoV2FlashForCausalLM": ("0.14.0", "MiMoV2FlashForCausalLM"),
+    "arch:MiMoV2ForCausalLM": ("0.21.0", "MiMoV2ForCausalLM"),
+    "tool:mimo": ("0.20.0", "tool-call parser mimo"),
+    "reasoning:mimo": ("0.20.0", "reasoning parser mimo"),
+    "spec:mimo_v2_mtp": ("0.21.0", "MiMo-V2 MTP speculative decoding (MiMoV2MTPModel)"),
+    # Step-3.7 (same wheels): Step3p7ForConditionalGeneration from 0.23.0 (not in 0.22.1)
+    "arch:Step3p7ForConditionalGeneration": ("0.23.0", "Step3p7ForConditionalGeneration"),
+}
+
+
+# Features of vLLM 0.32 (the version whose source hubpad's rules were read in) whose first release has not been read
+# offline: a derivative that uses one gets no minimum on its card (a minimum from its other features would be too
+# old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is.
+UNREAD: dict[str, str] = {
+    "arch:DeepseekV32ForCausalLM": "DeepseekV32ForCausalLM",
+    "arch:GlmMoeDsaForCausalLM": "GlmMoeDsaForCausalLM",
+    "tool:deepseek_v32": "tool-call parser deepseek_v32",
+    "tool:glm47": "tool-call parser glm47",
+    "spec:deepseek_v32_mtp": "DeepSeek-V3.2 / GLM-5 MTP speculative decoding (DeepseekV32MTPModel)",
+    "arch:HYV4ForCausalLM": "HYV4ForCausalLM",
+    "tool:hy_v4": "tool-call parser hy_v4",
+    "reasoning:hy_v4": "reasoning parser hy_v4",
+    "spec:hy_v4_mtp": "Hy4 MTP speculative decoding (HYV4MTPModel)",
+    "arch:LongcatFlashForCausalLM": "LongcatFlashForCausalLM",
+    "tool:longcat": "tool-call parser longcat",
+    "spec:longcat_flash_mtp": "LongCat-Flash MTP speculative decoding (LongCatFlashMTPModel)",
 }
 
 
@@ -91,6 +131,8 @@ def _key(version: str) -> tuple[int, ...]:
 def min_vllm(features: list[str]) -> dict:
     """The oldest vLLM release that has every feature, and which features set it (for the card)."""
     known = [f for f in features if f in FIRST_RELEASE]
+    if any(f in UNREAD for f in features):
+        return {"version": None, "because": [], "unread": [UNREAD[f] for f in features if f in UNREAD]}
     if not known:
         return {"version": None, "because": []}
     version = max((FIRST_RELEASE[f][0] for f in known), key=_key)

@@ -1,0 +1,78 @@
+"""MiMo-V2-Flash as published (XiaomiMiMo/MiMo-V2-Flash): config.json values and the tensor list, for header-only
+plans of the real layout at TP 3 and 6.
+
+Where the facts come from (stored public copies only; the Hub files could not be read offline):
+
+- config.json: the values below agree across independent public copies (a Rust loader's `mimo_v2_flash_hub_config`
+  test, Megatron-Bridge's MiMo-V2-Flash bridge test, MLX loaders): hidden 4096, 48 layers (full attention at layer 0
+  and every 6th: hybrid_layer_pattern), 64 heads, 4 full kv heads, 8 SWA kv heads, head_dim 192, v_head_dim 128,
+  SWA sinks, 256 experts top-8 of width 2048 after a dense first layer of 16384, vocab 152576,
+  attention_value_scale 0.707. max_position_embeddings 262144 (one copy).
+- Tensors: published names as vLLM's MiMoV2 loader and transformers' conversion mapping read them (per-expert
+  experts, `self_attn.attention_sink_bias`, `mlp.gate.e_score_correction_bias`), and three MTP layers
+  (`model.mtp.layers.{0,1,2}`: Megatron-Bridge's MTP detection test lists three).
+- Storage: the published checkpoint is FP8 (e4m3, 128x128 blocks, `weight_scale_inv`): Megatron-Bridge dequantizes
+  it, and its test gives the full-attention k_proj [768, 4096] a scale grid of (8, 32), which is not the continuous
+  ceil(768/128) = 6 rows a 128-row block grid has (the 4 kv heads' 192 rows are tiled per head, 2 scale rows each).
+  Which other tensors are quantized, and how their scales are tiled, could not be confirmed offline, so the layout
+  here is BF16 (a dequantized copy, what hubpad pads exactly); `fp8_full_k_scales` reproduces the one confirmed
+  FP8 detail for the refusal test.
+"""
+
+from __future__ import annotations
+
+N_LAYERS = 48
+PATTERN = [0 if (i == 0 or (i + 1) % 6 == 0) else 1 for i in range(N_LAYERS)]
+
+MIMO_V2_FLASH = {
+    "architectures": ["MiMoV2FlashForCausalLM"], "model_type": "mimo_v2_flash", "vocab_size": 152576,
+    "hidden_size": 4096, "num_hidden_layers": N_LAYERS, "num_attention_heads": 64, "num_key_value_heads": 4,
+    "head_dim": 192, "v_head_dim": 128, "swa_num_attention_heads": 64, "swa_num_key_value_heads": 8,
+    "swa_head_dim": 192, "swa_v_head_dim": 128, "partial_rotary_factor": 0.334, "rope_theta": 5000000,
+    "swa_rope_theta": 10000, "sliding_window": 128, "sliding_window_size": 128, "hybrid_layer_pattern": PATTERN,
+    "moe_layer_freq": [0] + [1] * (N_LAYERS - 1), "add_swa_attention_sink_bias": True,
+    "add_full_attention_sink_bias": False, "intermediate_size": 16384, "n_routed_experts": 256,
+    "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "routed_scaling_factor": None, "scoring_func": "sigmoid",
+    "topk_method": "noaux_tc", "n_group": 1, "topk_group": 1, "norm_topk_prob": True, "layernorm_epsilon": 1e-5,
+    "attention_value_scale": 0.707, "max_position_embeddings": 262144, "tie_word_embeddings": False,
+    "attention_bias": False, "hidden_act": "silu", "num_nextn_predict_layers": 3,
+}
+
+
+def tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(name, dtype, shape) of every tensor, BF16 (the router's weight and correction bias F32 as transformers keeps
+    them; unconfirmed for the Hub file)."""
+    h, hd, vd, heads = cfg["hidden_size"], cfg["head_dim"], cfg["v_head_dim"], cfg["num_attention_heads"]
+    bf = "BF16"
+    out = [("model.embed_tokens.weight", bf, (cfg["vocab_size"], h)), ("model.norm.weight", bf, (h,)),
+           ("lm_head.weight", bf, (cfg["vocab_size"], h))]
+
+    def attention(p: str, kv: int, sinks: bool) -> list:
+        rows = [(p + "self_attn.q_proj.weight", bf, (heads * hd, h)), (p + "self_attn.k_proj.weight", bf, (kv * hd, h)),
+                (p + "self_attn.v_proj.weight", bf, (kv * vd, h)), (p + "self_attn.o_proj.weight", bf, (h, heads * vd))]
+        return rows + ([(p + "self_attn.attention_sink_bias", bf, (heads,))] if sinks else [])
+
+    def dense(p: str) -> list:
+        i = cfg["intermediate_size"]
+        return [(p + "mlp.gate_proj.weight", bf, (i, h)), (p + "mlp.up_proj.weight", bf, (i, h)),
+                (p + "mlp.down_proj.weight", bf, (h, i))]
+
+    for n, swa in enumerate(cfg["hybrid_layer_pattern"]):
+        p = f"model.layers.{n}."
+        out += [(p + "input_layernorm.weight", bf, (h,)), (p + "post_attention_layernorm.weight", bf, (h,))]
+        out += attention(p, cfg["swa_num_key_value_heads"] if swa else cfg["num_key_value_heads"], bool(swa))
+        if cfg["moe_layer_freq"][n]:
+            i, e = cfg["moe_intermediate_size"], cfg["n_routed_experts"]
+            out += [(p + "mlp.gate.weight", "F32", (e, h)), (p + "mlp.gate.e_score_correction_bias", "F32", (e,))]
+            for x in range(e):
+                q = f"{p}mlp.experts.{x}."
+                out += [(q + "gate_proj.weight", bf, (i, h)), (q + "up_proj.weight", bf, (i, h)),
+                        (q + "down_proj.weight", bf, (h, i))]
+        else:
+            out += dense(p)
+    for m in range(cfg["num_nextn_predict_layers"]):
+        p = f"model.mtp.layers.{m}."
+        out += [(p + n, bf, (h,)) for n in ("enorm.weight", "hnorm.weight", "input_layernorm.weight",
+                                             "pre_mlp_layernorm.weight", "final_layernorm.weight")]
+        out += [(p + "eh_proj.weight", bf, (h, 2 * h))] + attention(p, cfg["swa_num_key_value_heads"], True) + dense(p)
+    return out

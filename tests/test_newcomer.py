@@ -1,0 +1,537 @@
+"""What a newcomer hits (issue 25), one class of mistake per test: one `error:` line, the right exit code (usage 2,
+failure 1, interrupted 130), nothing left behind (no hubpad-* scratch folder, no half-made destination); and the
+cards of a local and of a Hub derivative followed command by command."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from hubpad.app.cli import main
+from hubpad.errors import HubpadError
+from hubpad.formats.mirrors_file import parse_mirrors
+from hubpad.testing import build_tiny_hy3
+from hubpad.util.refs import forced_local, is_local
+from hubpad.util.sizes import SIZE_FLOOR, parse_size_floor
+from tests.helpers import cli
+
+UNREACHABLE = "http://127.0.0.1:9"  # nothing listens on the discard port: connection refused at once
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    return build_tiny_hy3(tmp_path_factory.mktemp("newcomer") / "Tiny-Hy3")
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """The temp dir hubpad's own scratch folders would go to, watched for leftovers."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    return tmp
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+def one_error(r, code: int) -> str:
+    """The run failed with `code`, printed exactly one line (starting `error: `) on stderr, and no traceback."""
+    assert r.exit_code == code, (r.exit_code, r.output)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "Traceback" not in r.output and "internal error" not in r.output
+    assert not any(line.startswith(("Error:", "Usage:", "Try ")) for line in r.output.splitlines())
+    return lines[0]
+
+
+def nothing_left(dst: Path, scratch: Path | None = None) -> None:
+    assert not dst.exists(), f"{dst} was made"
+    if dst.parent.exists():
+        assert not [p.name for p in dst.parent.iterdir() if p.name.startswith(f".{dst.name}")]
+    if scratch is not None:
+        assert not list(scratch.iterdir()), f"left in the temp dir: {list(scratch.iterdir())}"
+
+
+# ------------------------------------------------------------------------------------------------ 1: local or Hub
+
+
+@pytest.mark.parametrize(("value", "local"), [
+    (".", True), ("./x", True), ("../x", True), (".hidden/x", True), ("/abs/x", True), ("~/x", True),
+    ("exists/x", True),  # first component exists: local, even though the path itself does not (yet)
+    ("exists", True), ("nothere/x", False), ("org/model", False), ("model", False),
+])
+def test_local_or_hub_rule(tmp_path, value, local):
+    (tmp_path / "exists").mkdir()
+    assert is_local(value, base=tmp_path) is local
+    assert is_local(forced_local(value), base=tmp_path)
+
+
+def test_mirrors_file_uses_the_same_rule_from_its_folder(tmp_path):
+    (tmp_path / "models").mkdir()
+    (spec,) = parse_mirrors("mirrors:\n  - upstream: models/x\n    target: org/x-TP3\n", base_dir=tmp_path)
+    assert spec.upstream == str(tmp_path / "models" / "x") and spec.target == "org/x-TP3"
+
+
+def test_unreachable_hub_names_both_readings_and_leaves_nothing(good, tmp_path, scratch):
+    """A value that could be a local path or a Hub repo id, with the Hub unreachable: one line that says what could
+    not be reached, both readings and how to force the local one; no scratch folder, no destination."""
+    env = {"HF_ENDPOINT": UNREACHABLE, "HF_TOKEN": "hf_unused"}
+    os.chdir(tmp_path)
+    try:
+        line = one_error(run("mirror", good, "--tp", "3", "--to", "out2/hy3-tp3", env=env), 1)
+        assert f"could not reach {UNREACHABLE}" in line and "./out2/hy3-tp3" in line and "Hub repo id" in line
+        nothing_left(tmp_path / "out2" / "hy3-tp3", scratch)
+        line = one_error(run("plan", "mdoels/tiny", "--tp", "3", env=env), 1)
+        assert f"could not reach {UNREACHABLE}" in line and "./mdoels/tiny" in line
+        line = one_error(run("mirror", "org/model", "--tp", "3", "--to", tmp_path / "o", env=env), 1)
+        assert f"could not reach {UNREACHABLE}" in line and "./org/model" in line
+        nothing_left(tmp_path / "o", scratch)
+        line = one_error(run("check", "org/model", "--to", "me/x", env=env), 1)  # check and card: the same
+        assert f"could not reach {UNREACHABLE}" in line and "./org/model" in line and "./me/x" in line
+        line = one_error(run("card", "out9/x", env=env), 1)
+        assert f"could not reach {UNREACHABLE}" in line and "./out9/x" in line
+        # The first component exists: local, whatever the Hub would say (no request is made).
+        (tmp_path / "out2").mkdir()
+        assert run("mirror", good, "--tp", "3", "--to", "out2/hy3-tp3", env=env).exit_code == 0
+        assert (tmp_path / "out2" / "hy3-tp3" / "hubpad.json").is_file()
+        assert not list(scratch.iterdir())
+    finally:
+        os.chdir(Path(__file__).resolve().parent.parent)
+
+
+def test_repo_not_found_names_both_readings(hub, tmp_path):
+    line = one_error(run("plan", "alice/not-there", "--tp", "3"), 1)
+    assert "repository not found" in line and "./alice/not-there" in line
+
+
+def test_not_a_repo_id_nor_a_directory(tmp_path):
+    for value in ("a/b/c", "nodir"):
+        line = one_error(run("plan", value, "--tp", "3"), 1)
+        assert "neither an existing local directory nor a Hub repo id" in line and f"./{value}" in line
+    assert "no such directory" in one_error(run("plan", tmp_path / "missing", "--tp", "3"), 1)
+
+
+def test_refused_hub_target_leaves_no_scratch(hub, good, scratch):
+    """Every way a Hub target can be refused before a shard is built leaves the temp dir as it was."""
+    hub.seed("alice/someones", {"precious.txt": b"x"}, message="theirs")
+    line = one_error(run("mirror", good, "--tp", "3", "--to", "alice/someones"), 1)
+    assert "hubpad did not create it" in line
+    assert not list(scratch.iterdir())
+    r = run("mirror", good, "--tp", "3", "--to", "alice/new-one", "--dry-run")  # a dry run makes no scratch either
+    assert r.exit_code == 0 and not list(scratch.iterdir())
+
+
+# ------------------------------------------------------------------------------------------------ 5: one style
+
+
+USAGE = {
+    "plan --tp three": ("plan", "{src}", "--tp", "three"),
+    "mirror --tp three": ("mirror", "{src}", "--tp", "three", "--to", "{dst}"),
+    "mirror without --tp": ("mirror", "{src}", "--to", "{dst}"),
+    "mirror local without --to": ("mirror", "{src}", "--tp", "3"),
+    "mirror without SRC": ("mirror", "--tp", "3"),
+    "unknown option": ("mirror", "{src}", "--tpp", "3"),
+    "shard size in bytes": ("mirror", "{src}", "--tp", "3", "--to", "{dst}", "--shard-size", "5"),
+    "check --tp 0": ("check", "a/b", "--tp", "0"),
+    "check --offline without --config": ("check", "--offline"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(USAGE))
+def test_usage_errors_are_one_line_exit_2(good, tmp_path, case):
+    dst = tmp_path / "out"
+    args = [a.format(src=good, dst=dst) for a in USAGE[case]]
+    line = one_error(run(*args), 2)
+    assert "--help" in line and not run(*args).stdout
+    nothing_left(dst)
+
+
+def test_tp_message_is_the_same_everywhere(good, tmp_path):
+    def message(*args):
+        return one_error(run(*args), 2).split(" (see ")[0]
+    plan = message("plan", good, "--tp", "three")
+    assert plan == message("mirror", good, "--tp", "three", "--to", tmp_path / "o") == message("check", "a/b", "--tp",
+                                                                                                "three")
+    assert "'three' is not a tensor-parallel size" in plan
+
+
+def test_no_command_shows_the_help():
+    r = run()
+    assert r.output.startswith("Usage:") and "Exit codes: 0 done, 1 failure, 2 usage mistake, 130 interrupted" in \
+        " ".join(r.output.split()) and not any(line.startswith("error:") for line in r.output.splitlines())
+
+
+def test_help_says_mirror_tp_is_required():
+    text = " ".join(run("mirror", "--help").output.split())
+    assert "--tp N Target tensor-parallel size. Required" in text
+
+
+def test_interrupted_exits_130(good, monkeypatch):
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("hubpad.app.cli.make_plan", interrupt)
+    assert one_error(run("plan", good, "--tp", "3"), 130) == "error: interrupted"
+
+
+def test_exit_codes_from_a_real_process(good, tmp_path):
+    """The same codes outside click's test runner: usage 2, failure 1."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    usage = subprocess.run([sys.executable, "-m", "hubpad.app.cli", "plan", str(good), "--tp", "x"],
+                           capture_output=True, text=True, env=env)
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1 and usage.stderr.startswith("error: ")
+    failure = subprocess.run([sys.executable, "-m", "hubpad.app.cli", "plan", str(tmp_path / "nope"), "--tp", "3"],
+                             capture_output=True, text=True, env=env)
+    assert failure.returncode == 1 and failure.stderr.count("\n") == 1 and failure.stderr.startswith("error: ")
+
+
+# ------------------------------------------------------------------------------------------------ 6: overwrites
+
+
+def _tp_of(dst: Path) -> int:
+    return json.loads((dst / "hubpad.json").read_text())["tp"]
+
+
+def test_replacing_another_tp_or_source_needs_force(good, tmp_path):
+    dst = tmp_path / "out"
+    assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
+    line = one_error(run("mirror", good, "--tp", "6", "--to", dst), 1)
+    assert "holds a derivative of" in line and "TP=3" in line and "TP=6" in line and "--force" in line
+    assert _tp_of(dst) == 3 and not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+    other = tmp_path / "other-source"
+    shutil.copytree(good, other)
+    line = one_error(run("mirror", other, "--tp", "3", "--to", dst), 1)
+    assert f"holds a derivative of {good}" in line and "--force" in line
+    r = run("mirror", good, "--tp", "6", "--to", dst, "--force")
+    assert r.exit_code == 0 and "holds a derivative of" in r.stderr and _tp_of(dst) == 6
+    assert run("mirror", good, "--tp", "6", "--to", dst).exit_code == 0  # same TP, same source: no --force
+
+
+def test_replacing_on_the_hub_needs_force(hub, good):
+    assert run("mirror", good, "--tp", "3", "--to", "alice/tiny-tp").exit_code == 0
+    line = one_error(run("mirror", good, "--tp", "6", "--to", "alice/tiny-tp"), 1)
+    assert "target alice/tiny-tp holds a derivative of" in line and "TP=3" in line and "--force" in line
+
+
+def test_destination_is_the_source_suggests_only_what_works(good, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(good, src)
+    for extra in ((), ("--force",)):
+        line = one_error(run("mirror", src, "--tp", "3", "--to", src, *extra), 1)
+        assert "destination is the source" in line and "--force" not in line and "--to" in line
+    assert sorted(p.name for p in src.iterdir()) == sorted(p.name for p in good.iterdir())
+
+
+# ------------------------------------------------------------------------------------------------ 7: sizes
+
+
+def test_sizes_below_the_floor_are_refused():
+    assert parse_size_floor("5GB", "--shard-size") == 5 * 10**9 and parse_size_floor("1000000", "x") == SIZE_FLOOR
+    with pytest.raises(ValueError, match="a size without a unit is in bytes.*write the unit, e.g. 5GB"):
+        parse_size_floor("5", "--shard-size")
+    with pytest.raises(ValueError, match="below the 1MB floor"):
+        parse_size_floor("5KB", "--shard-size")
+    with pytest.raises(HubpadError, match="shard_size: '5' is 5 bytes"):
+        parse_mirrors("mirrors:\n  - upstream: a/b\n    shard_size: 5\n")
+
+
+def test_shard_size_in_bytes_on_the_command_line(good, tmp_path):
+    for flag in ("--shard-size", "--max-disk"):
+        line = one_error(run("mirror", good, "--tp", "3", "--to", tmp_path / "o", flag, "5"), 2)
+        assert "write the unit, e.g. 5GB" in line
+    assert "below the 1MB floor" in one_error(run("plan", good, "--tp", "3", "--shard-size", "100KB"), 2)
+
+
+# ------------------------------------------------------------------------------------------------ 8: mirrors file
+
+
+BAD_FILE = """defaults:
+  tp: 3
+mirrors:
+  - upstream: a/b
+    shardsize: 5GB
+  - upstream: c/d
+    tp: three
+  - upstream: e/f
+    max_disk: 5
+"""
+
+
+def test_check_config_reports_every_mistake_offline_without_token(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", UNREACHABLE)  # a request would fail loudly
+    bad = tmp_path / "hubpad.yaml"
+    bad.write_text(BAD_FILE)
+    r = run("check", "--config", bad, "--offline")
+    assert r.exit_code == 1 and not r.stdout
+    lines = r.stderr.splitlines()
+    assert len(lines) == 3 and all(line.startswith("error: ") for line in lines), r.stderr
+    assert "hubpad.yaml:4: mirrors[0] (a/b): unknown key 'shardsize'" in lines[0]
+    assert "mirrors[1] (c/d): tp must be an integer" in lines[1] and "mirrors[2] (e/f): max_disk" in lines[2]
+    assert len(run("check", "--config", bad).stderr.splitlines()) == 3  # online too, before any request
+    good_file = tmp_path / "ok.yaml"
+    good_file.write_text("mirrors:\n  - upstream: a/b\n  - upstream: ./local\n    target: ./out\n")
+    r = run("check", "--config", good_file, "--offline")
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "valid      a/b -> <your user>/b-TP3 (tp 3)"
+    assert json.loads(run("check", "--config", good_file, "--offline", "--json").stdout)["valid"] is True
+
+
+# ------------------------------------------------------------------------------------------------ 9: smaller ones
+
+
+def test_plan_and_advisor_fit_the_terminal(good, monkeypatch):
+    import shutil as sh
+    import sys as system
+
+    from hubpad.app import report
+
+    for args in (("plan", good, "--tp", "3", "--shard-size", "1MB"), ("plan", good)):
+        assert max(map(len, run(*args).stdout.splitlines())) > 100  # a pipe keeps whole lines for grep
+        for width in (60, 100):
+            with monkeypatch.context() as m:
+                m.setattr("hubpad.app.cli.output_width", lambda: width)
+                text = run(*args).stdout
+            assert max(map(len, text.splitlines())) <= width, (args, width)
+    # the width itself: the terminal's (shutil honours $COLUMNS) when stdout is one, none for a pipe
+    monkeypatch.setattr(sh, "get_terminal_size", lambda *a: os.terminal_size((77, 24)))
+    monkeypatch.setattr(system.stdout, "isatty", lambda: True, raising=False)
+    assert report.output_width() == 77
+    monkeypatch.setattr(system.stdout, "isatty", lambda: False, raising=False)
+    assert report.output_width() is None
+
+
+def test_advisor_says_which_vocab(good):
+    text = run("plan", good).stdout
+    assert "vLLM pads the vocab (config.json vocab_size 1000) to 1024, a multiple of 64, and 1024 % 3 != 0" in text
+
+
+def test_verify_json_prints_json_when_it_fails(good, tmp_path):
+    dst = tmp_path / "out"
+    assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
+    (dst / "config.json").write_text(json.dumps({**json.loads((dst / "config.json").read_text()), "x": 1}))
+    r = run("verify", good, dst, "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout) == {"ok": False, "error": one_error(r, 1)[len("error: "):]}
+    assert json.loads(run("verify", good, good, "--json").stdout)["ok"] is False  # not a derivative: JSON too
+
+
+def test_up_to_date_is_said_once(good, tmp_path):
+    dst = tmp_path / "out"
+    assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
+    r = run("mirror", good, "--tp", "3", "--to", dst)
+    assert r.exit_code == 0 and (r.stdout + r.stderr).count("up to date") == 1 and "up to date" in r.stdout
+
+
+# ------------------------------------------------------------------------------------------------ 2: local card
+
+
+def test_local_card_names_the_folder_or_the_repo_id_given(good, tmp_path):
+    dst = tmp_path / "loc"
+    assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
+    card = (dst / "README.md").read_text()
+    assert "local/" not in card and "huggingface.co/local" not in card and "None" not in card
+    assert f"vllm serve {dst}" in card and f"| upstream revision | local directory, content digest `" in card
+    named = tmp_path / "named"
+    assert run("mirror", good, "--tp", "3", "--to", named, "--repo-id", "alice/Tiny-Hy3-TP3").exit_code == 0
+    card = (named / "README.md").read_text()
+    assert "vllm serve alice/Tiny-Hy3-TP3" in card and str(named) not in card.split("## Provenance")[0]
+    recipe = yaml.safe_load((named / "tiny-hy3-tp3.yaml").read_text())
+    assert recipe["model"] == "alice/Tiny-Hy3-TP3"
+    r = run("card", named)  # a refresh keeps the repo id it was mirrored with
+    assert r.exit_code == 0 and "card is up to date" in r.stdout
+    r = run("card", dst, "--repo-id", "alice/later")  # given later: rendered for it, and kept for the next refresh
+    assert r.exit_code == 0 and "hubpad.json" in r.stdout and "vllm serve alice/later" in (dst / "README.md").read_text()
+    assert json.loads((dst / "hubpad.json").read_text())["target"]["repo_id"] == "alice/later"
+    assert "card is up to date" in run("card", dst).stdout
+    assert "error: --repo-id" in one_error(run("mirror", good, "--tp", "3", "--to", tmp_path / "x", "--repo-id",
+                                               "not a repo"), 1)
+
+
+# ------------------------------------------------------------------------------------------------ cards, followed
+
+
+def bash_commands(card: str) -> list[list[str]]:
+    """Every command of the card's ```bash blocks, as argv; `# or: CMD` alternatives included, comments dropped."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", card, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.strip()
+            if line.startswith("# or: "):
+                line = line[len("# or: "):]
+            argv = shlex.split(line, comments=True)
+            if argv:
+                commands.append(argv)
+    return commands
+
+
+def _vllm_source_words() -> str | None:
+    """The text of vLLM's argument definitions, when a vLLM install is named (HUBPAD_VLLM_PYTHON); else None."""
+    python = os.environ.get("HUBPAD_VLLM_PYTHON")
+    if not python:
+        return None
+    out = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('vllm').submodule_search_locations[0])"],
+                         capture_output=True, text=True)
+    root = Path(out.stdout.strip())
+    files = [root / "engine/arg_utils.py", root / "entrypoints/cli/serve.py",
+             *sorted(root.glob("entrypoints/**/cli_args.py")), *sorted((root / "config").glob("*.py"))]
+    return "\n".join(f.read_text() for f in files if f.is_file())
+
+
+class CardFollower:
+    """Runs or checks every command a card prints; each must parse and name a path or repo that exists."""
+
+    def __init__(self, tp: int, cwd: Path, hub=None):
+        self.tp, self.cwd, self.hub, self.seen = tp, cwd, hub, []
+        self.vllm_words = _vllm_source_words()
+
+    def model_exists(self, model: str, revision: str | None = None) -> None:
+        if model.startswith("/"):
+            assert (Path(model) / "config.json").is_file(), model
+            assert revision is None
+        else:
+            assert self.hub is not None and self.hub.repo_exists(model), model
+            if revision is not None:
+                assert self.hub.repo(model).resolve(revision), f"{model} has no revision {revision}"
+
+    def path(self, p: str) -> Path:
+        return (self.cwd / p).resolve()
+
+    def follow(self, argv: list[str]) -> None:
+        tool = argv[0]
+        self.seen.append(" ".join(argv[:2]))
+        getattr(self, f"_{tool}")(argv)
+
+    def _sparkrun(self, argv):
+        if argv[1:3] == ["cluster", "create"]:
+            hosts = argv[argv.index("-H") + 1].split(",")
+            assert len(hosts) == self.tp and argv[3] == "mycluster"
+        elif argv[1:3] == ["cluster", "update"]:
+            assert argv[3:] == ["mycluster", "--topology", "ring"]
+        elif argv[1] == "run":
+            where, rest = argv[2], argv[3:]
+            assert rest[:2] == ["--cluster", "mycluster"] and set(rest[2:]) <= {"--trust"}
+            m = re.fullmatch(r"https://huggingface.co/([^/]+/[^/]+)/resolve/main/(.+)", where)
+            text = self.hub.file_bytes(m[1], m[2]).decode() if m else Path(where).read_text()
+            recipe = yaml.safe_load(text)
+            self.model_exists(recipe["model"], recipe.get("model_revision"))
+            assert recipe["defaults"]["tensor_parallel"] == self.tp and recipe["min_nodes"] == self.tp
+        else:
+            raise AssertionError(f"unknown sparkrun command {argv}")
+
+    def _hf(self, argv):  # run it: the real huggingface_hub CLI against the emulator
+        assert argv[1] == "download"
+        self.model_exists(argv[2])
+        hf = Path(sys.executable).with_name("hf")
+        r = subprocess.run([str(hf), *argv[1:]], cwd=self.cwd, capture_output=True, text=True, env=dict(os.environ))
+        assert r.returncode == 0, r.stderr
+
+    def _pip(self, argv):
+        assert argv[1] == "install" and len(argv) == 3
+        project = tomllib.loads((self.path(argv[2]) / "pyproject.toml").read_text())
+        assert project["project"]["name"]
+
+    def _docker(self, argv):
+        assert argv[1] == "build"
+        assert self.path(argv[argv.index("-f") + 1]).is_file() and self.path(argv[-1]).is_dir()
+        assert argv[argv.index("--build-arg") + 1].startswith("BASE_IMAGE=")
+
+    def _vllm(self, argv):
+        assert argv[1] == "serve"
+        flags = argv[3:]
+        revision = flags[flags.index("--revision") + 1] if "--revision" in flags else None
+        self.model_exists(argv[2], revision)
+        assert flags[flags.index("--tensor-parallel-size") + 1] == str(self.tp)
+        if "--nnodes" in flags:
+            rank = int(flags[flags.index("--node-rank") + 1])
+            assert flags[flags.index("--nnodes") + 1] == str(self.tp) and 0 <= rank < self.tp
+            assert ("--headless" in flags) == (rank > 0) and flags[flags.index("--master-addr") + 1] == "HEAD_IP"
+        for flag in (f for f in flags if f.startswith("--")):
+            json.loads(flags[flags.index(flag) + 1]) if flag.endswith("-config") else None  # JSON values parse
+            if self.vllm_words is not None:
+                assert f'"{flag}"' in self.vllm_words or flag[2:].replace("-", "_") in self.vllm_words, flag
+
+    def _hubpad(self, argv):  # run it: reproducing is up to date, verifying passes
+        r = run(*argv[1:])
+        assert r.exit_code == 0, r.output
+        assert ("up to date" in r.stdout) if argv[1] == "mirror" else r.stdout.startswith("ok: ")
+        if argv[1] == "mirror":
+            assert argv[argv.index("--tp") + 1] == str(self.tp)
+
+
+def _follow(card: str, follower: CardFollower) -> None:
+    commands = bash_commands(card)
+    for argv in commands:
+        follower.follow(argv)
+    tools = {s.split()[0] for s in follower.seen}
+    assert {"sparkrun", "vllm", "pip", "docker", "hubpad"} <= tools, tools
+    nodes = [a for a in commands if a[0] == "vllm" and "--nnodes" in a]
+    assert sorted(int(a[a.index("--node-rank") + 1]) for a in nodes) == list(range(follower.tp))
+
+
+def test_local_card_followed_command_by_command(good, tmp_path, monkeypatch):
+    dst = tmp_path / "loc"
+    assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    card = (dst / "README.md").read_text()
+    _follow(card, CardFollower(3, tmp_path))
+    assert "hf download" not in card and "huggingface.co/local" not in card
+
+
+def test_hub_card_followed_command_by_command(hub, good, tmp_path, monkeypatch):
+    up, target = "RedHatAI/Tiny-Hy3", "alice/Tiny-Hy3-TP3"
+    hub.seed(up, {p.relative_to(good).as_posix(): p for p in good.rglob("*") if p.is_file()}, message="upload")
+    assert run("mirror", up, "--tp", "3", "--to", target).exit_code == 0
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    follower = CardFollower(3, work, hub)
+    _follow(hub.file_bytes(target, "README.md").decode(), follower)
+    assert "hf download" in follower.seen and (work / "hubpad-patch" / "vllm_patch").is_dir()
+
+
+PARSE_WITH_VLLM = """
+import json, sys
+from vllm.entrypoints.launchers.cli_args import make_arg_parser
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+parser = make_arg_parser(FlexibleArgumentParser())
+parser.allow_abbrev = False  # a misspelt flag that happens to be a prefix of a real one must fail too
+print(json.dumps([{k: getattr(ns, k) for k in ("model_tag", "tensor_parallel_size", "nnodes", "node_rank",
+                                               "master_addr", "headless")}
+                  for ns in (parser.parse_args(argv) for argv in json.load(open(sys.argv[1])))]))
+"""
+
+
+@pytest.mark.serve
+def test_card_serve_commands_parse_with_vllms_own_parser(good, tmp_path):
+    """Every `vllm serve` line of a card (one machine, and each node of the multi-node launch) is accepted by the
+    argument parser of the vLLM in HUBPAD_VLLM_PYTHON (no engine is started)."""
+    from tests import serving
+
+    dst = tmp_path / "loc"
+    assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
+    lines = [argv[2:] for argv in bash_commands((dst / "README.md").read_text()) if argv[:2] == ["vllm", "serve"]]
+    (tmp_path / "lines.json").write_text(json.dumps(lines))
+    (tmp_path / "parse.py").write_text(PARSE_WITH_VLLM)
+    r = subprocess.run([serving.vllm_python(), str(tmp_path / "parse.py"), str(tmp_path / "lines.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    parsed = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(parsed) == 4 and all(p["model_tag"] == str(dst) and p["tensor_parallel_size"] == 3 for p in parsed)
+    assert [(p["nnodes"], p["node_rank"], p["headless"]) for p in parsed] == [(1, 0, False), (3, 0, False),
+                                                                              (3, 1, True), (3, 2, True)]
+    assert {p["master_addr"] for p in parsed[1:]} == {"HEAD_IP"}
+
