@@ -42,6 +42,12 @@ serve_venv() {
   "$1/bin/python" -c "import vllm, torch; print('vLLM', vllm.__version__, 'torch', torch.__version__)"
 }
 
+# triton_target VENV DIR: Triton as locked (requirements/serve-triton.txt) in DIR, outside the serving venv VENV, for the
+# DeepSeek-V4 rows (tests/serve_dsv4.py puts DIR on those vLLM jobs' path only).
+triton_target() {
+  _pip "$1" --no-deps --require-hashes --target "$2" -r requirements/serve-triton.txt
+}
+
 # run_pytest VENV ARGS...: pytest in VENV (first on PATH: the tests start `hubpad` and `python3` themselves); the
 # exit code of "no tests collected" (5) is a failure, never a pass.
 run_pytest() {

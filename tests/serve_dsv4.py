@@ -89,8 +89,9 @@ def triton_target() -> Path:
     """The folder with a `triton` wheel installed for the vLLM jobs (HUBPAD_TRITON_TARGET); fails, saying how to make
     it, when it is not set."""
     target = os.environ.get("HUBPAD_TRITON_TARGET")
-    how = ("install Triton beside (not into) the serving venv: `$HUBPAD_VLLM_PYTHON -m pip install --no-deps --target "
-           "DIR triton` and set HUBPAD_TRITON_TARGET=DIR (tests/serve_dsv4.py says why)")
+    how = ("install Triton beside (not into) the serving venv: `$HUBPAD_VLLM_PYTHON -m pip install --no-deps "
+           "--require-hashes --target DIR -r requirements/serve-triton.txt` and set HUBPAD_TRITON_TARGET=DIR "
+           "(.ci/serve does both; tests/serve_dsv4.py says why)")
     if not target:
         pytest.fail(f"DeepSeek-V4 on vLLM's CPU build needs Triton's interpreter: {how}", pytrace=False)
     if not (Path(target) / "triton").is_dir():
