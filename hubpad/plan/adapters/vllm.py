@@ -98,6 +98,9 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "spec:mimo_v2_mtp": ("0.21.0", "MiMo-V2 MTP speculative decoding (MiMoV2MTPModel)"),
     # Step-3.7 (same wheels): Step3p7ForConditionalGeneration from 0.23.0 (not in 0.22.1)
     "arch:Step3p7ForConditionalGeneration": ("0.23.0", "Step3p7ForConditionalGeneration"),
+    # its data-parallel vision encoder: supports_encoder_tp_data inherited from Step3VLForConditionalGeneration (0.32
+    # source), so it comes with the class
+    "encoder-dp:Step3p7ForConditionalGeneration": ("0.23.0", "a data-parallel vision encoder for Step-3.7"),
 }
 
 
