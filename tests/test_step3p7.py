@@ -120,3 +120,36 @@ def test_step3p7_readings_that_disagree_are_refused(tmp_path):
     with_other(num_attention_heads=5)
     with pytest.raises(ConfigError, match="sliding layers' 5 attention heads are not a multiple of the 2 kv heads"):
         make_plan(LocalSource(src), 3)
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_step3p7_flash_published_layout_plans(tmp_path, tp):
+    """64 full / 96 sliding heads, 8 kv -> 72 / 108 / 9 at TP 3 and 96 / 144 / 12 at TP 6 (whole kv groups of both
+    layer types); experts 1280 -> 1344 / 1536 (448 / 256 per rank, multiples of 64), shared expert 1280 -> 1536 and
+    the dense MLP 11264 -> 11520 (whole 128-wide tiles per rank); the vision tower copied (tests/step3p7_real.py says
+    which figures are unconfirmed offline)."""
+    from hubpad.testing import write_checkpoint
+    from tests import step3p7_real
+    from tests.helpers import cli
+
+    cfg = step3p7_real.STEP37_FLASH
+    src = write_checkpoint(tmp_path / "Step-3.7-Flash", cfg, step3p7_real.tensors(cfg), n_shards=4, header_only=True)
+    result = cli("plan", src, "--tp", str(tp), "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    dims = {d["name"]: d["after"] for d in plan["dims"]}
+    heads, swa, kv = {3: (72, 108, 9), 6: (96, 144, 12)}[tp]
+    assert (dims["attention heads"], dims["kv heads"]) == (heads, kv)
+    assert (dims["expert intermediate"], dims["shared intermediate"], dims["dense intermediate"]) == (
+        {3: 1344, 6: 1536}[tp], 1536, 11520)
+    changes = plan["config_changes"]
+    other = changes["text_config.attention_other_setting"][1]
+    assert (other["num_attention_heads"], other["num_attention_groups"]) == (swa, kv)
+    assert changes["text_config.num_attention_groups"] == [8, kv]
+    rows = {r["dim"]: r for r in plan["rank_table"]}
+    assert rows["q_proj rows (sliding)"]["per_rank"] == swa // tp * 128
+    assert rows["g_proj rows (sliding)"]["per_rank"] == swa // tp
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
+    assert padded["model.layers.*.moe.gate_proj.weight"] == [288, {3: 1344, 6: 1536}[tp], 4096]
+    assert not any(p.startswith("vision_model") or p.startswith("vit_") for p in padded)
