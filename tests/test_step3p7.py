@@ -153,3 +153,19 @@ def test_step3p7_flash_published_layout_plans(tmp_path, tp):
     padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
     assert padded["model.layers.*.moe.gate_proj.weight"] == [288, {3: 1344, 6: 1536}[tp], 4096]
     assert not any(p.startswith("vision_model") or p.startswith("vit_") for p in padded)
+
+
+def test_step3p7_card_flags_come_from_vllm():
+    """The step3p5 parsers, MTP drafting over the 3 MTP layers (Step3p5MTP: n_predict = num_nextn_predict_layers),
+    the vision tower data-parallel, --trust-remote-code (transformers' own Step3p7Config stops vLLM 0.32's
+    get_hf_text_config: num_attention_heads is per layer there), vLLM 0.23.0 or later (Step3p7ForConditionalGeneration)."""
+    from hubpad.plan.adapters import adapter_for
+    from hubpad.plan.adapters.vllm import min_vllm
+    from tests import step3p7_real
+
+    cfg = step3p7_real.STEP37_FLASH
+    out = adapter_for(cfg).serving(cfg)
+    assert (out["tool_call_parser"], out["reasoning_parser"]) == ("step3p5", "step3p5")
+    assert out["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 3}
+    assert out["mm_encoder_tp_mode"] == "data" and out["extra_args"] == ["--trust-remote-code"]
+    assert min_vllm(out["vllm_features"])["version"] == "0.23.0"

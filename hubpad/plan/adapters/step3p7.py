@@ -34,7 +34,7 @@ import dataclasses
 import math
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, Adapter, L, Role
+from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, Adapter, L, Role, mtp_speculative
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
@@ -166,9 +166,17 @@ class Step3p7Adapter(Adapter):
         return {**config, self.text_config: text}
 
     def serving(self, config: dict) -> dict:
+        """vLLM's step3p5 parsers and MTP drafter (Step3p5MTP: one draft step per MTP layer, n_predict =
+        num_nextn_predict_layers), the vision tower data-parallel, and --trust-remote-code: vLLM registers no config
+        class for `step3p7`, and transformers' own Step3p7Config (5.19 in vLLM 0.32's CPU build) makes
+        num_attention_heads a per-layer attribute that vLLM's get_hf_text_config cannot read (the original stops
+        too); the hub's remote-code config keeps attention_other_setting, which vLLM's Step3p5 classes read."""
         arch = (config.get("architectures") or ["Step3p7ForConditionalGeneration"])[0]
-        out = serving(features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
-        return {**out, "mm_encoder_tp_mode": "data"}
+        spec = mtp_speculative(self.dims_config(config))
+        out = serving(tool="step3p5", reasoning="step3p5", spec=spec,
+                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}") + (
+                          ("spec:mtp", "spec:step3p5_mtp") if spec else ()))
+        return {**out, "mm_encoder_tp_mode": "data", "extra_args": ["--trust-remote-code"]}
 
 
 STEP3P7 = Step3p7Adapter(
