@@ -117,6 +117,11 @@ def test_step3p7_readings_that_disagree_are_refused(tmp_path):
     with_other(head_dim=16)
     with pytest.raises(ConfigError, match=r"attention_other_setting.head_dim 16 \(transformers reads 8\)"):
         make_plan(LocalSource(src), 3)
+    with_other()
+    text = {**cfg["text_config"], "moe_num_experts": 4}  # vLLM's FusedMoEBlock: TP 6 > 4 experts
+    (src / "config.json").write_text(json.dumps({**cfg, "text_config": text}))
+    with pytest.raises(ConfigError, match="4 routed experts < tp 6"):
+        make_plan(LocalSource(src), 6)
     with_other(num_attention_heads=5)
     with pytest.raises(ConfigError, match="sliding layers' 5 attention heads are not a multiple of the 2 kv heads"):
         make_plan(LocalSource(src), 3)

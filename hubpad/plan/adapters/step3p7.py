@@ -111,6 +111,8 @@ class Step3p7Adapter(Adapter):
         text = dict(super().dims_config(config))
         if text.get("num_key_value_heads") is None and text.get("num_attention_groups") is not None:
             text["num_key_value_heads"] = text["num_attention_groups"]  # transformers' attribute_map alias
+        if text.get("n_routed_experts") is None and text.get("moe_num_experts") is not None:
+            text["n_routed_experts"] = text["moe_num_experts"]  # the same alias; vLLM's FusedMoEBlock refuses TP > it
         return text
 
     def for_config(self, config: dict) -> "Step3p7Adapter":
