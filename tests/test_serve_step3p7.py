@@ -8,8 +8,9 @@ served through vLLM's Step3p5 classes (the ones Step3p7ForConditionalGeneration 
   vllm/transformers_utils/processors/step3_vl.py imports torchvision, which vLLM's CPU venv lacks.
 - The language model does: the original and the `hubpad mirror --tp 3` derivative, each rewritten as a text-only
   `step3p5` checkpoint (text_config lifted to the top, the vision tensors dropped: the same rewrite for both, no
-  padding involved), are served by vLLM's Step3p5ForCausalLM, the original at TP 1 and the derivative at TP 3 with its
-  vocab plugin: full layers 4 -> 6 heads, sliding 6 -> 9, kv 2 -> 3, each sharded by vLLM per its own layer type.
+  padding involved), are served by vLLM's Step3p5ForCausalLM, the original at TP 1 and the derivative at TP 3 and 6 with its
+  vocab plugin: full layers 4 -> 6 / 12 heads, sliding 6 -> 9 / 18, kv 2 -> 3 / 6, each sharded by vLLM per its own
+  layer type.
 """
 
 from __future__ import annotations
@@ -96,20 +97,21 @@ def test_step3p7_does_not_run_in_the_cpu_build(tmp_path):
     assert NO_TORCHVISION_MESSAGE in run.log
 
 
-def test_step3p7_language_model_serves_the_originals_outputs_at_tp3(tmp_path):
+@pytest.mark.parametrize("tp", [3, 6])
+def test_step3p7_language_model_serves_the_originals_outputs(tmp_path, tp):
     from tests.helpers import cli
 
     src = _upstream(tmp_path / "upstream")
-    dst = tmp_path / "tp3"
-    result = cli("mirror", src, "--tp", "3", "--to", dst)
+    dst = tmp_path / f"tp{tp}"
+    result = cli("mirror", src, "--tp", str(tp), "--to", dst)
     assert result.exit_code == 0, result.output
     text = json.loads((dst / "config.json").read_text())["text_config"]
     assert (text["num_attention_heads"], text["num_attention_groups"],
-            text["attention_other_setting"]["num_attention_heads"]) == (6, 3, 9)
+            text["attention_other_setting"]["num_attention_heads"]) == {3: (6, 3, 9), 6: (12, 6, 18)}[tp]
     original = serving.run_vllm([serving.job(_text_only(src, tmp_path / "text-upstream"), 1)],
                                 tmp_path / "run-original").ok(0)
-    served = _text_only(dst, tmp_path / "text-tp3")
-    run = serving.run_vllm([serving.job(served, 3)], tmp_path / "run-tp3",
+    served = _text_only(dst, tmp_path / f"text-tp{tp}")
+    run = serving.run_vllm([serving.job(served, tp)], tmp_path / f"run-tp{tp}",
                            plugins=serving.install_plugin(served, tmp_path / "plugin"))
-    delta = serving.assert_same_outputs(original, run.ok(0), "step3p5 language model TP=1 vs derivative TP=3")
+    delta = serving.assert_same_outputs(original, run.ok(0), f"step3p5 language model TP=1 vs derivative TP={tp}")
     print(f"max |Δ logprob| = {delta}")
