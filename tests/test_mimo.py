@@ -135,15 +135,3 @@ def test_mimo_v2_fused_qkv_is_refused_with_the_reason(tmp_path):
     (src / "config.json").write_text(json.dumps({**cfg, "model_type": "mimo_v2", "architectures": ["MiMoV2ForCausalLM"]}))
     with pytest.raises(ConfigError, match="fused qkv_proj is not supported: the checkpoint stores it pre-sharded"):
         make_plan(LocalSource(src), 3)
-
-
-def test_step3p7_is_refused_with_the_reason(tmp_path):
-    """Step-3.7 is not padded (docs/families/mimo-gemma-step.md): refused in one line that names why."""
-    from hubpad.testing import write_checkpoint
-
-    cfg = {"architectures": ["Step3p7ForConditionalGeneration"], "model_type": "step3p7",
-           "text_config": {"model_type": "step3p5", "num_attention_heads": 64, "num_attention_groups": 8,
-                           "attention_other_setting": {"num_attention_heads": 96, "num_attention_groups": 8}}}
-    src = write_checkpoint(tmp_path / "step", cfg, [("model.language_model.norm.weight", "BF16", (8,))], n_shards=1)
-    with pytest.raises(ConfigError, match="sliding layers have a query head count of their own"):
-        make_plan(LocalSource(src), 3)

@@ -55,6 +55,11 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
             why.append(f"{h} attention heads are not a multiple of {group} (the {hs.labels[key]} group)")
         elif kv_per_rank(h // group, tp) is None:
             why.append(f"{h // group} kv heads ({hs.labels[key]}) neither divide nor are divided by tp {tp}")
+    for key, (num, den) in hs.head_ratio.items():  # layer types with query heads of their own (heads x num / den)
+        if h * num % den:
+            why.append(f"{h} x {num} / {den} attention heads ({hs.labels[key]}) are not whole")
+        elif h * num // den % tp:
+            why.append(f"{h * num // den} attention heads ({hs.labels[key]}) % tp {tp} != 0")
     if why:
         return why
     for key, width in hs.widths.items():
@@ -77,7 +82,7 @@ def _count_per_rank(key: str, h: int, kvr: int, hs: HeadShape, tp: int) -> int:
         return kvr
     if key in hs.kv_groups:
         return kv_per_rank(h // hs.kv_groups[key], tp) or 0
-    return h // tp
+    return hs.head_count(key, h) // tp
 
 
 def choose_heads(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden: int,
@@ -183,7 +188,8 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
             count = h2 // hs.kv_groups[key]
             per = kv_per_rank(count, tp) if h2 % hs.kv_groups[key] == 0 else None
         else:
-            count, per = h2, h2 // tp if h2 % tp == 0 else None
+            count = hs.head_count(key, h2)
+            per = count // tp if count % tp == 0 and h2 % tp == 0 else None
         if per is not None:
             n, a = per * hs.widths[key], aligns.of(key)
             row(hs.labels[key], count * hs.widths[key], n, n % a == 0, f"{n} % {a} == 0")

@@ -24,6 +24,11 @@ class HeadShape:
     heads // group (Gemma 4's global layers, MiMo-V2's sliding layers): key -> query heads per kv head. Padding keeps
     every such group whole, so query head i stays on kv head i // group in every layer type.
     `per_kv`: the keys sharded with the config's kv heads ("kv", and MiniMax-M3's indexer "index").
+    `head_ratio`: width keys of q/o layers (and per-head gates) that hold a query head count of their own,
+    heads x num // den (Step-3.7's sliding layers: 96 heads against 64, (3, 2)); padding in whole kv groups keeps it
+    whole, and vLLM shards it by TP like the config's heads.
+    `gates`: width keys of per-head gate layers (one row per head, Step-3.7's g_proj): unquantized, any whole number
+    of rows per rank serves (vLLM's ColumnParallelLinear), so the dense layout's row alignment does not apply.
     """
 
     widths: dict[str, int]
@@ -38,6 +43,14 @@ class HeadShape:
     # config key that counts the groups (raised with the heads).
     group: int = 1
     group_key: str | None = None
+    head_ratio: dict[str, tuple[int, int]] = field(default_factory=dict)
+    gates: frozenset[str] = frozenset()
+
+    def head_count(self, key: str, heads: int) -> int:
+        """Query heads of the q/o layers with width key `key`, for `heads` attention heads (rounded down: callers
+        check `heads * num % den` first, as dims.head_problems does)."""
+        num, den = self.head_ratio.get(key, (1, 1))
+        return heads * num // den
 
     def kv_count(self, key: str, heads: int, kv: int) -> int:
         """kv heads of the k/v layers with width key `key`, for `heads` attention heads and `kv` config kv heads."""

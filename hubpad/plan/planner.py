@@ -136,7 +136,7 @@ def survey(source: Source) -> Survey:
     if modules.fused and "expert" not in shape.inter:
         raise ConfigError(f"tensor {next(iter(modules.fused))}: fused experts, but config.json has no expert "
                           f"intermediate size ({', '.join(inputs.adapter.intermediate_keys.get('expert', ()))})")
-    aligns, group_align = _alignments(distinct, fused=bool(modules.fused))
+    aligns, group_align = _alignments(distinct, fused=bool(modules.fused), gates=shape.geometry.gates)
     _check_config_against_headers(distinct, shape, inputs.adapter)
     if shape.linear is not None and not modules.linear:
         raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a Gated "
@@ -402,8 +402,8 @@ def _role(module: str, params: dict[str, TensorInfo], adapter: Adapter, head_dim
                       f"refusing to guess")
 
 
-def _alignments(distinct: list[tuple[str, Role, LinearLayout]],
-                fused: bool = False) -> tuple[Aligns, dict[str, tuple[int, int]]]:
+def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = False,
+                gates: frozenset[str] = frozenset()) -> tuple[Aligns, dict[str, tuple[int, int]]]:
     """What every layer sharing a padded dim demands of each rank's slice: attention rows/columns, and per
     intermediate group (rows, columns). Routed experts run in fused-MoE kernels, with their own rules (`fused`:
     the checkpoint stores them as fused 3-D dense tensors)."""
@@ -412,7 +412,8 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]],
     for _, role, lay in distinct:
         if role.kind in ("q", "kv", "o") and role.width_key not in ("q", "kv", "o"):
             key = role.width_key
-            aligns.extra[key] = math.lcm(aligns.of(key), lay.k_align if role.kind == "o" else lay.n_align)
+            need = 1 if key in gates and lay.name == "dense" else lay.k_align if role.kind == "o" else lay.n_align
+            aligns.extra[key] = math.lcm(aligns.of(key), need)
         elif role.kind == "q":
             aligns.q_n = math.lcm(aligns.q_n, lay.n_align)
         elif role.kind == "kv":
@@ -437,7 +438,8 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
     for module, role, lay in distinct:
         if role.kind in ("q", "kv", "o"):
             attr = "in_features" if role.kind == "o" else "out_features"
-            count = shape.geometry.kv_count(role.width_key, shape.heads, shape.kv) if role.kind == "kv" else shape.heads
+            count = (shape.geometry.kv_count(role.width_key, shape.heads, shape.kv) if role.kind == "kv" else
+                     shape.geometry.head_count(role.width_key, shape.heads))
             want = count * shape.geometry.widths[role.width_key]
         else:
             if role.group not in shape.inter:
@@ -593,11 +595,11 @@ def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int,
     out2, in2 = lay.out_features, lay.in_features
     width = HeadShape.of(hs).widths.get(role.width_key, 0)
     if role.kind == "q":
-        out2 = h2 * width
+        out2 = HeadShape.of(hs).head_count(role.width_key, h2) * width
     elif role.kind == "kv":
         out2 = HeadShape.of(hs).kv_count(role.width_key, h2, kv2) * width
     elif role.kind == "o":
-        in2 = h2 * width
+        in2 = HeadShape.of(hs).head_count(role.width_key, h2) * width
     elif role.kind == "rows":
         out2 = new_inter[role.group]
     elif role.kind == "cols":

@@ -23,10 +23,3 @@ QWEN2_VL_REFUSAL = (
     "computes head_dim = hidden_size // heads and ignores config.head_dim, no --hf-overrides reaches that nested "
     "class, and transformers' Qwen2.5-VL attention refuses hidden_size % heads != 0; the 72B (64 heads / 8 kv) "
     "serves as it is at TP 2, 4 and 8")
-# Step-3.7 (`step3p7`): its language model (vLLM's Step3p5 classes) gives sliding layers their own query head count
-# (attention_other_setting: 96 against the full layers' 64, 8 kv heads each): each layer type would need a padded head
-# count of its own, which hubpad's planner (one query head count, kv heads per layer type) does not express yet.
-STEP3P7_REFUSAL = (
-    "Step-3.7 (model_type 'step3p7') is not supported yet: its sliding layers have a query head count of their own "
-    "(attention_other_setting.num_attention_heads, 96 against num_attention_heads 64), so each layer type needs its "
-    "own padded head count, and hubpad pads one query head count for all layers")

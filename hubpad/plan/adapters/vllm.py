@@ -102,6 +102,15 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "spec:mimo_v2_mtp": ("0.21.0", "MiMo-V2 MTP speculative decoding (MiMoV2MTPModel)"),
     # Step-3.7 (same wheels): Step3p7ForConditionalGeneration from 0.23.0 (not in 0.22.1)
     "arch:Step3p7ForConditionalGeneration": ("0.23.0", "Step3p7ForConditionalGeneration"),
+    # its data-parallel vision encoder: supports_encoder_tp_data inherited from Step3VLForConditionalGeneration (0.32
+    # source), so it comes with the class
+    "encoder-dp:Step3p7ForConditionalGeneration": ("0.23.0", "a data-parallel vision encoder for Step-3.7"),
+    # The step3p5 parsers and Step3p5MTP (vllm/config/speculative.py maps step3p7 to step3p5_mtp): read in the 0.23.0
+    # wheel; older wheels were not read, so 0.23.0 is an upper bound of their first release (Step-3.7's minimum all
+    # the same, its class being new in 0.23.0)
+    "tool:step3p5": ("0.23.0", "tool-call parser step3p5"),
+    "reasoning:step3p5": ("0.23.0", "reasoning parser step3p5"),
+    "spec:step3p5_mtp": ("0.23.0", "Step-3.5 / Step-3.7 MTP speculative decoding (Step3p5MTP)"),
 }
 
 
