@@ -166,5 +166,6 @@ def test_an_unread_feature_states_no_minimum(monkeypatch):
     from hubpad.plan.adapters import vllm
 
     monkeypatch.setitem(vllm.UNREAD, "arch:NewForCausalLM", "NewForCausalLM")
-    assert min_vllm(["arch:NewForCausalLM", "tool:hermes"]) == {"version": None, "because": [], "unread": ["NewForCausalLM"]}
+    unread = {"version": None, "because": [], "unread": ["NewForCausalLM"]}
+    assert min_vllm(["arch:NewForCausalLM", "tool:hermes"]) == unread
     assert min_vllm(["tool:hermes"])["version"] == "0.6.0"
