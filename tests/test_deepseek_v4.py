@@ -93,7 +93,8 @@ def test_dsv4_padded_model_gives_identical_logits(upstream, reference, derivativ
     card = (dst / "README.md").read_text()
     assert "--tool-call-parser deepseek_v4" in card and "--reasoning-parser deepseek_v4" in card
     assert '"method": "mtp"' in card and f"divides its o\\_groups ({groups})" in card
-    assert "or newer" not in card  # no first vLLM release is claimed for DeepSeek-V4 (plan/adapters/deepseek_v4.py)
+    # DeepseekV4ForCausalLM, both deepseek_v4 parsers and DeepSeekV4MTPModel: first in vLLM 0.20.0 (vllm.py)
+    assert "**vLLM 0.20.0 or newer**: the first release with DeepseekV4ForCausalLM, DeepSeek-V4 MTP" in card
 
     _, ids, ref = reference
     with torch.no_grad():

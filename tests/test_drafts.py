@@ -165,6 +165,21 @@ def test_cli_pairs_a_draft_with_its_target(tmp_path):
     serve = _serve_block((padded_target / "README.md").read_text())
     spec = json.loads(serve.split("--speculative-config '")[1].split("'")[0])
     assert spec == {"method": "eagle3", "model": str(padded_draft), "num_speculative_tokens": 4}
+    # the target's card counts the paired draft's method (eagle3 0.10.1; the vocab plugin's 0.19.0 is later here)
+    assert json.loads((padded_target / "hubpad.json").read_text())["serving"]["min_vllm"]["version"] == "0.19.0"
+
+
+def test_a_paired_draft_method_raises_the_targets_minimum_vllm(tmp_path):
+    """--draft puts the draft's speculative method in the target's serve command, so the target's card states the
+    first vLLM release with that method too (DSpark: 0.25.0, later than the tiny Llama target's own 0.19.0)."""
+    from tests import serve_models
+    from tests.draft_models import build_dspark, dspark_config
+
+    draft = build_dspark(tmp_path / "draft", dspark_config())
+    target = serve_models.build("llama", tmp_path / "target")
+    _mirror(target, tmp_path / "target-tp3", 3, "--draft", draft)
+    min_vllm = json.loads((tmp_path / "target-tp3" / "hubpad.json").read_text())["serving"]["min_vllm"]
+    assert min_vllm == {"version": "0.25.0", "because": ['speculative method "dspark"']}
 
 
 def test_pairing_refusals(tmp_path):
@@ -224,6 +239,7 @@ def test_padded_dspark_draft_drafts_as_the_original(tmp_path, sinks, tp):
         assert torch.equal(sink[:4], _tensor(src, "layers.0.self_attn.attention_sink_bias")) and not sink[4:].any()
     manifest = json.loads((dst / "hubpad.json").read_text())
     assert manifest["serving"]["draft"] == {"method": "dspark", "num_speculative_tokens": 4}  # its block size
+    assert manifest["serving"]["min_vllm"]["version"] == "0.29.0"  # a qwen3 DSparkDraftModel (vllm.py)
     g = torch.Generator().manual_seed(3)
     aux, block = torch.randn(6, 192, generator=g, dtype=torch.float64), torch.randn(4, 64, generator=g,
                                                                                    dtype=torch.float64)

@@ -106,7 +106,9 @@ def test_dsa_padded_model_gives_identical_logits(padded, model_type, tp):
     card = (dst / "README.md").read_text()
     tool, reasoning = {"deepseek_v32": ("deepseek_v32", "deepseek_v3"), "glm_moe_dsa": ("glm47", "glm45")}[model_type]
     assert f"--tool-call-parser {tool}" in card and f"--reasoning-parser {reasoning}" in card
-    assert '"method": "mtp"' in card and "or newer" not in card  # no minimum vLLM: first releases not read
+    assert '"method": "mtp"' in card
+    # the minimum vLLM: DeepseekV32MTPModel (MTP for both families) first in 0.29.0, later than either class/parser
+    assert "**vLLM 0.29.0 or newer**: the first release with DeepSeek-V3.2 / GLM-5 MTP speculative decoding" in card
 
     assert_same_logits(model, dst, f"{model_type} tp={tp}", COMMON["vocab_size"])
 

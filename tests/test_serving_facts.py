@@ -111,3 +111,61 @@ def test_config_keys_vllm_needs_are_warned_about(tmp_path):
     lacking = write_checkpoint(tmp_path / "lacking", config, tiny_hy3_tensors(config, "bf16"), n_shards=1)
     warnings = make_plan(LocalSource(lacking), 3).warnings
     assert [w.split(",")[0] for w in warnings] == ["config.json has no route_norm", "config.json has no qk_norm"]
+
+
+def test_late_2026_families_state_their_minimum_vllm():
+    """The late-2026 families' first releases, read in vLLM's wheels (vllm.py): every feature they use is in the table,
+    so the card states a minimum; the latest feature sets it (the MTP class for DeepSeek-V3.2 / GLM-5, the class for
+    the others). A published config without MTP layers (LongCat-Flash's) needs no MTP class."""
+    from tests import dsa_real, dsv4_real, linear_real, minimax_real
+
+    cases = [  # config, tool, reasoning, minimum, the first of what sets it
+        (dsa_real.DEEPSEEK_V32_CONFIG, "deepseek_v32", "deepseek_v3", "0.29.0", "DeepSeek-V3.2 / GLM-5 MTP"),
+        (dict(dsa_real.DEEPSEEK_V32_CONFIG, num_nextn_predict_layers=0), "deepseek_v32", "deepseek_v3", "0.13.0",
+         "tool-call parser deepseek_v32"),
+        (dsa_real.GLM5_CONFIG, "glm47", "glm45", "0.29.0", "DeepSeek-V3.2 / GLM-5 MTP"),
+        (dict(dsa_real.GLM5_CONFIG, num_nextn_predict_layers=0), "glm47", "glm45", "0.16.0", "GlmMoeDsaForCausalLM"),
+        (dsa_real.HY4_CONFIG, "hy_v4", "hy_v4", "0.29.0", "HYV4ForCausalLM"),
+        (dsa_real.LONGCAT_FLASH_CONFIG, "longcat", None, "0.11.0", "LongcatFlashForCausalLM"),
+        (dsv4_real.FLASH_CONFIG, "deepseek_v4", "deepseek_v4", "0.20.0", "DeepseekV4ForCausalLM"),
+        (minimax_real.M3_CONFIG, "minimax_m3", "minimax_m3", "0.24.0", "MiniMaxM3SparseForConditionalGeneration"),
+        (linear_real.KIMI_LINEAR_48B_CONFIG, "kimi_k2", None, "0.11.1", "KimiLinearForCausalLM"),
+        (linear_real.KIMI_K3_CONFIG, "kimi_k3", "kimi_k3", "0.27.0", "KimiK3ForConditionalGeneration"),
+        (linear_real.GLM53_FLASH_CONFIG, "glm47", "glm45", "0.30.0", "Glm5NextForConditionalGeneration"),
+        (linear_real.QWEN38_FLASH_NEXT_CONFIG, "qwen3_coder", "qwen3", "0.29.0", "Qwen4ExpForConditionalGeneration"),
+    ]
+    for config, tool, reasoning, version, first in cases:
+        s = adapter_for(config).serving(config)
+        assert (s["tool_call_parser"], s["reasoning_parser"]) == (tool, reasoning), config["model_type"]
+        assert all(f in FIRST_RELEASE for f in s["vllm_features"]), (config["model_type"], s["vllm_features"])
+        got = min_vllm(s["vllm_features"])
+        assert (got["version"], got["because"][0].startswith(first)) == (version, True), (config["model_type"], got)
+    qwen38 = adapter_for(linear_real.QWEN38_FLASH_NEXT_CONFIG).serving(linear_real.QWEN38_FLASH_NEXT_CONFIG)
+    assert "spec:qwen4_exp_mtp" in qwen38["vllm_features"] and "spec:qwen3_5_mtp" not in qwen38["vllm_features"]
+
+
+def test_drafts_state_their_minimum_vllm():
+    """A draft's card states the first release with its speculative method and the registry entry its
+    architectures name (a speculators config: the format and the class vLLM picks by the layer's model_type)."""
+    from tests.draft_models import dspark_config, eagle3_config, speculators_config
+
+    def version(config):
+        return min_vllm(adapter_for(config).serving(config)["vllm_features"])["version"]
+    assert version(eagle3_config("llama")) == "0.10.2"  # LlamaForCausalLMEagle3
+    # the class is in 0.8.5, but EAGLE-3 serves a Qwen target from 0.10.1 (0.8.5-0.10.0: Llama targets only)
+    assert version(dict(eagle3_config("llama"), architectures=["Eagle3LlamaForCausalLM"])) == "0.10.1"
+    assert version(eagle3_config("qwen3")) == "0.24.0"  # Eagle3Qwen3ForCausalLM
+    assert version(speculators_config(eagle3_config("llama"))) == "0.10.1"
+    assert version(speculators_config(eagle3_config("qwen3"))) == "0.24.0"
+    assert version(dspark_config()) == "0.29.0"  # a qwen3 DSparkDraftModel, relabelled Qwen3DSparkModel from 0.29.0
+    assert version(dict(dspark_config(), architectures=["Qwen3DSparkModel"])) == "0.25.0"
+
+
+def test_an_unread_feature_states_no_minimum(monkeypatch):
+    """The mechanism kept for a feature whose first release was not read: no minimum, and hubpad.json names it."""
+    from hubpad.plan.adapters import vllm
+
+    monkeypatch.setitem(vllm.UNREAD, "arch:NewForCausalLM", "NewForCausalLM")
+    unread = {"version": None, "because": [], "unread": ["NewForCausalLM"]}
+    assert min_vllm(["arch:NewForCausalLM", "tool:hermes"]) == unread
+    assert min_vllm(["tool:hermes"])["version"] == "0.6.0"

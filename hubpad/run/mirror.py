@@ -355,6 +355,9 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
     if plan.quant.weight_only_nvfp4:  # W4A16 NVFP4 experts: GB10 (sm_121) serves them with Marlin MoE kernels
         serving["extra_args"] = [*serving.get("extra_args", []), "--moe-backend", "marlin"]
         features.append("flag:moe-backend-marlin")
+    paired = (overrides or {}).get("speculative_config")
+    if isinstance(paired, dict) and paired.get("method"):  # a draft paired with this target (--draft): its method too
+        features.append(f"spec:{paired['method']}")
     serving["min_vllm"] = min_vllm(features)
     method = draft_method(plan.config)
     if method and not serving.get("draft"):  # a draft repo of a family's own layers (an MTP-only repo): no model alone

@@ -113,19 +113,18 @@ class DeepseekV4Adapter(Adapter):
 
     def serving(self, config: dict) -> dict:
         """Parsers and MTP from vLLM 0.32.0's source (tool_parsers/ and reasoning/ register `deepseek_v4`; the
-        registry maps DeepSeekV4MTPModel to method "mtp"). No first release is claimed: the releases before 0.32.0
-        that would hold the first DeepseekV4ForCausalLM were not read, so no feature goes into vllm.py's table (a
-        feature there would let the card state an older minimum, such as 0.11.0 for method "mtp")."""
+        registry maps DeepSeekV4MTPModel to method "mtp"). The first releases (vllm.py): DeepseekV4ForCausalLM, both
+        parsers and DeepSeekV4MTPModel 0.20.0, DeepseekV4ForConditionalGeneration 0.30.0."""
         spec = mtp_speculative(config)
         groups = int(config.get("o_groups") or 0)
         vision = int(config.get("vision_n_layers") or 0) > 0
         arch = "DeepseekV4ForConditionalGeneration" if vision else "DeepseekV4ForCausalLM"
         notes = [f"Serve this checkpoint only at a --tensor-parallel-size that divides its o_groups ({groups}): vLLM "
                  f"computes n_local_groups = o_groups // tp without checking, and at any other TP it serves wrong "
-                 f"output that still reads fluently",
-                 f"vLLM serves DeepSeek-V4 ({arch}, its deepseek_v4 parsers and MTP) in 0.32.0, the release "
-                 f"hubpad read; the first release that does was not checked"]
-        return {**serving(tool="deepseek_v4", reasoning="deepseek_v4", spec=spec), "extra_args": [], "notes": notes}
+                 f"output that still reads fluently"]
+        features = (f"arch:{arch}",) + (("spec:deepseek_v4_mtp", "spec:mtp") if spec else ())
+        out = serving(tool="deepseek_v4", reasoning="deepseek_v4", spec=spec, features=features)
+        return {**out, "extra_args": [], "notes": notes}
 
 DEEPSEEK_V4 = DeepseekV4Adapter(
     name="deepseek_v4", model_types=("deepseek_v4",),

@@ -56,7 +56,13 @@ class DraftAdapter(Adapter):
 
     def serving(self, config: dict) -> dict:
         return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": [],
-                "draft": {"method": self.draft_method}}
+                "draft": {"method": self.draft_method}, "vllm_features": self.draft_features(config)}
+
+    def draft_features(self, config: dict) -> list[str]:
+        """The speculative method and the registry entry the draft's architectures name (vllm.py's first releases:
+        e.g. Eagle3LlamaForCausalLM 0.8.5, Eagle3Qwen3ForCausalLM 0.24.0, Qwen3DSparkModel 0.25.0)."""
+        archs = [a for a in config.get("architectures") or [] if a in self.architectures]
+        return [f"spec:{self.draft_method}"] + [f"arch:{a}" for a in archs[:1]]
 
     def vocab_sizes(self, config: dict) -> list[int]:
         """The lm_head's draft vocab first (always loaded), then the embedding's vocab (built even when shared); the
@@ -119,6 +125,11 @@ class SpeculatorsAdapter(DraftAdapter):
             out["draft"]["verifier"] = name  # the target before padding, as the draft's config names it
         out["draft"]["num_speculative_tokens"] = default_speculative_tokens("eagle3", config)
         return out
+
+    def draft_features(self, config: dict) -> list[str]:
+        """Method eagle3, the speculators format, and the class vLLM picks by the layer's model_type (algos.py)."""
+        arch = {"eagle3_qwen3_speculators": "Eagle3Qwen3ForCausalLM"}.get(self.name, "Eagle3LlamaForCausalLM")
+        return ["spec:eagle3", "format:speculators-eagle3", f"arch:{arch}"]
 
 
 EAGLE3_LLAMA_SPECULATORS = SpeculatorsAdapter(

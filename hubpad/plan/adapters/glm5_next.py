@@ -35,8 +35,9 @@ _TOP = [r"^model\.language_model\.hc_head_(fn|base|scale)$"]
 class Glm5NextAdapter(GlmDsaAdapter):
     """GLM's parsers (glm47 tool calls, glm45 reasoning), MTP, the vision tower data-parallel; NoPE MLA heads."""
 
-    vllm_features: tuple[str, ...] = ()  # Glm5NextForConditionalGeneration: its first vLLM release was not read
-    mtp_features: tuple[str, ...] = ("spec:mtp",)
+    vllm_features: tuple[str, ...] = ("arch:Glm5NextForConditionalGeneration", "flag:mm-encoder-tp-mode",
+                                      "encoder-dp:Glm5NextForConditionalGeneration")
+    mtp_features: tuple[str, ...] = ("spec:glm5_next_mtp", "spec:mtp")
 
     def head_shape(self, config: dict) -> HeadShape:
         keys = ("qk_nope_head_dim", "v_head_dim", "kv_lora_rank")

@@ -46,7 +46,7 @@ class KimiLinearAdapter(KimiK2Adapter):
     reasoning_parser = None
 
     def serving(self, config: dict) -> dict:
-        out = serving(tool=self.tool_call_parser, features=())
+        out = serving(tool=self.tool_call_parser, features=("arch:KimiLinearForCausalLM",))
         return {**out, "extra_args": list(self.extra_args)}
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
@@ -102,7 +102,9 @@ class KimiK3Adapter(KimiLinearAdapter):
     reasoning_parser = "kimi_k3"
 
     def serving(self, config: dict) -> dict:
-        out = serving(tool=self.tool_call_parser, reasoning=self.reasoning_parser, features=())
+        arch = "KimiK3ForConditionalGeneration"
+        out = serving(tool=self.tool_call_parser, reasoning=self.reasoning_parser,
+                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
         return {**out, "extra_args": list(self.extra_args), "mm_encoder_tp_mode": "data"}
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:

@@ -87,9 +87,10 @@ class MiniMaxM3Adapter(Adapter):
         return super().intermediate_sizes(config)
 
     def serving(self, config: dict) -> dict:
-        # The first vLLM release with M3's class and parsers was not read (vllm.py has no entry): no feature is named,
-        # so the card states no minimum rather than the --mm-encoder-tp-mode flag's 0.10.2, which M3 long postdates.
-        out = serving(tool="minimax_m3", reasoning="minimax_m3")
+        # M3's class (its encoder data-parallel) and both parsers: first in vLLM 0.24.0 (vllm.py)
+        arch = "MiniMaxM3SparseForConditionalGeneration"
+        out = serving(tool="minimax_m3", reasoning="minimax_m3",
+                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
         return {**out, "mm_encoder_tp_mode": "data"}
 
 

@@ -44,12 +44,13 @@ _MTP_OWN = [r"^mtp\.(fc_embedding|fc_hidden|fc|pre_fc_norm_embedding|pre_fc_norm
 
 
 class Qwen4ExpAdapter(Qwen35VlAdapter):
-    """Qwen3.5's serving facts (Qwen3 parsers, MTP where the hidden size shards, the tower data-parallel), without
-    Qwen3.5's MTP class: vLLM drafts with Qwen4ExpMTP, whose first release is not in vllm.py's table."""
+    """Qwen3.5's serving facts (Qwen3 parsers, MTP where the hidden size shards, the tower data-parallel), with
+    Qwen4-Exp's own MTP class: vLLM drafts with Qwen4ExpMTP, not Qwen3.5's."""
 
     def serving(self, config: dict) -> dict:
         out = super().serving(config)
-        return {**out, "vllm_features": [f for f in out["vllm_features"] if f != "spec:qwen3_5_mtp"]}
+        features = ["spec:qwen4_exp_mtp" if f == "spec:qwen3_5_mtp" else f for f in out["vllm_features"]]
+        return {**out, "vllm_features": features}
 
 
 def _qwen4_exp():

