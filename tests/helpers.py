@@ -19,6 +19,15 @@ def cli(*args: str, env: dict | None = None):
     return CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
 
 
+def mirror_and_verify(src, dst, tp, *extra: str):
+    """`hubpad mirror SRC --tp N --to DST` then `hubpad verify SRC DST`, each required to pass; the verify result."""
+    result = cli("mirror", src, "--tp", tp, "--to", dst, *extra)
+    assert result.exit_code == 0, result.output
+    report = cli("verify", src, dst)
+    assert report.exit_code == 0, report.output
+    return report
+
+
 def cli_subprocess(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python -m hubpad.app.cli ARGS` as a separate process (for exit codes, tracebacks, kill -9)."""
     full_env = dict(os.environ)

@@ -18,7 +18,7 @@ from hubpad.errors import ConfigError
 from hubpad.plan.planner import make_plan
 from hubpad.source.local import LocalSource
 from tests.draft_models import build_eagle3, eagle3_config, eagle3_forward
-from tests.helpers import cli
+from tests.helpers import cli, mirror_and_verify
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -31,10 +31,7 @@ def _inputs(cfg: dict, n: int = 9, seed: int = 5):
 
 
 def _mirror(src, dst, tp, *extra):
-    result = cli("mirror", src, "--tp", tp, "--to", dst, *extra)
-    assert result.exit_code == 0, result.output
-    result = cli("verify", src, dst)
-    assert result.exit_code == 0, result.output
+    mirror_and_verify(src, dst, tp, *extra)
     return json.loads((dst / "config.json").read_text())
 
 

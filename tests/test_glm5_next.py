@@ -20,7 +20,7 @@ if not hasattr(transformers, "Glm5NextForConditionalGeneration"):
 from hubpad.plan.planner import make_plan  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests import linear_models  # noqa: E402
-from tests.helpers import cli  # noqa: E402
+from tests.helpers import mirror_and_verify  # noqa: E402
 
 LM = "model.language_model."
 AFTER = {3: (6, 6, 192), 6: (6, 6, 384)}  # tp -> (KDA heads, MLA heads, expert width)
@@ -36,10 +36,7 @@ def upstream(tmp_path_factory):
 def test_glm5_next_pads_exactly(tmp_path, upstream, tp):
     src, before = upstream
     dst = tmp_path / "padded"
-    result = cli("mirror", src, "--tp", tp, "--to", dst)
-    assert result.exit_code == 0, result.output
-    report = cli("verify", src, dst)
-    assert report.exit_code == 0, report.output
+    mirror_and_verify(src, dst, tp)
 
     text = json.loads((dst / "config.json").read_text())["text_config"]
     kda_heads, mla_heads, experts = AFTER[tp]

@@ -31,7 +31,7 @@ from hubpad.errors import ConfigError  # noqa: E402
 from hubpad.plan.planner import make_plan  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests import linear_models  # noqa: E402
-from tests.helpers import cli  # noqa: E402
+from tests.helpers import cli, mirror_and_verify  # noqa: E402
 
 # tp -> (KDA heads, MLA heads, expert width)
 AFTER = {3: (6, 6, 192), 6: (6, 6, 384)}
@@ -47,10 +47,7 @@ def upstream(tmp_path_factory):
 def test_kimi_linear_pads_exactly(tmp_path, upstream, tp):
     src, before = upstream
     dst = tmp_path / "padded"
-    result = cli("mirror", src, "--tp", tp, "--to", dst)
-    assert result.exit_code == 0, result.output
-    report = cli("verify", src, dst)
-    assert report.exit_code == 0, report.output
+    mirror_and_verify(src, dst, tp)
 
     config = json.loads((dst / "config.json").read_text())
     kda_heads, mla_heads, experts = AFTER[tp]

@@ -22,7 +22,7 @@ from hubpad.errors import ConfigError  # noqa: E402
 from hubpad.plan.planner import make_plan  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests import linear_models  # noqa: E402
-from tests.helpers import cli  # noqa: E402
+from tests.helpers import cli, mirror_and_verify  # noqa: E402
 
 LM = "model.language_model."
 # tp -> (heads, kv heads, linear key heads, linear value heads)
@@ -39,10 +39,7 @@ def upstream(tmp_path_factory):
 def test_qwen4_exp_pads_exactly(tmp_path, upstream, tp):
     src, before = upstream
     dst = tmp_path / "padded"
-    result = cli("mirror", src, "--tp", tp, "--to", dst)
-    assert result.exit_code == 0, result.output
-    report = cli("verify", src, dst)
-    assert report.exit_code == 0, report.output
+    mirror_and_verify(src, dst, tp)
 
     text = json.loads((dst / "config.json").read_text())["text_config"]
     assert (text["num_attention_heads"], text["num_key_value_heads"], text["linear_num_key_heads"],
