@@ -122,7 +122,11 @@ def test_dsv4_vision_variant_keeps_its_tower(tmp_path):
     assert {d["config_key"]: d["after"] for d in plan["dims"]}["o_groups"] == 9
     from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
 
-    assert "DeepseekV4ForConditionalGeneration" in DEEPSEEK_V4.serving(cfg)["notes"][1]
+    from hubpad.plan.adapters.vllm import min_vllm
+
+    features = DEEPSEEK_V4.serving(cfg)["vllm_features"]  # the vision variant is served by its own class
+    assert "arch:DeepseekV4ForConditionalGeneration" in features
+    assert min_vllm(features)["version"] == "0.30.0"
 
 
 def test_dsv4_fp8_and_mxfp4_bytes_mirror_and_verify(tmp_path):
