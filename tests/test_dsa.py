@@ -22,12 +22,7 @@ transformers = pytest.importorskip("transformers")
 
 from safetensors.torch import load_file, save_file  # noqa: E402
 
-from hubpad.plan.planner import make_plan  # noqa: E402
-from hubpad.publish.local import LocalPublisher  # noqa: E402
-from hubpad.run.mirror import run_mirror  # noqa: E402
-from hubpad.run.verify import verify_derivative  # noqa: E402
-from hubpad.source.local import LocalSource  # noqa: E402
-from tests.test_mla import REL_TOL, TINY, _absorbed_mla_rank  # noqa: E402
+from tests.test_mla import REL_TOL, TINY, _absorbed_mla_rank, _pad  # noqa: E402
 from tests.test_models_transformers import COMMON  # noqa: E402
 from tests.tiny_moe import add_mtp_layer, assert_same_logits, randomize  # noqa: E402
 
@@ -54,13 +49,6 @@ def build_dsa(tmp_path, model_type: str, **overrides):
     save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
     add_mtp_layer(path, cfg)  # a copy of the last layer (+0.5), its indexer included: vLLM's MTP layer always has one
     return model, path
-
-
-def _pad(src, dst, tp):
-    plan = make_plan(LocalSource(src), tp, shard_size=400_000)
-    run_mirror(plan, LocalPublisher(dst))
-    assert verify_derivative(LocalSource(src), LocalSource(dst))["padded"] > 0
-    return plan
 
 
 @pytest.fixture(scope="module")
