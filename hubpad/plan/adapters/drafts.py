@@ -21,20 +21,14 @@ rank (read in vLLM 0.32's llama_eagle3.py / qwen3_eagle3.py / llama.py / qwen3.p
 
 from __future__ import annotations
 
-from hubpad.plan.adapters.base import COPY_PARAMS, Adapter, Role
+from hubpad.plan.adapters.base import ATTENTION, COPY_PARAMS, DENSE_MLP, Adapter, L
 
 # A draft's decoder layers: `midlayer.` (one layer, the published EAGLE-3 name) or `layers.N.` (several).
 D = r"^(?:midlayer|layers\.\d+)\."
 
-_ATTENTION = [
-    (D + r"self_attn\.q_proj$", Role("q")),
-    (D + r"self_attn\.[kv]_proj$", Role("kv")),
-    (D + r"self_attn\.o_proj$", Role("o")),
-]
-_MLP = [
-    (D + r"mlp\.(gate_proj|up_proj)$", Role("rows", "dense")),
-    (D + r"mlp\.down_proj$", Role("cols", "dense")),
-]
+# The Llama family's attention and dense MLP roles (base.py), on the draft's layer names.
+_ATTENTION = [(D + pattern[len(L):], role) for pattern, role in ATTENTION]
+_MLP = [(D + pattern[len(L):], role) for pattern, role in DENSE_MLP]
 _COPY_MODULES = [
     r"^fc$", r"^norm$", r"^lm_head$", r"^embed_tokens$", r"^input_norm$", r"^fc_norm\.\d+$",
     D + r"(input_layernorm|post_attention_layernorm|hidden_norm)$",
