@@ -76,3 +76,82 @@ def tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
                                              "pre_mlp_layernorm.weight", "final_layernorm.weight")]
         out += [(p + "eh_proj.weight", bf, (h, 2 * h))] + attention(p, cfg["swa_num_key_value_heads"], True) + dense(p)
     return out
+
+
+# MiMo-V2.5-Pro (XiaomiMiMo/MiMo-V2.5-Pro) as published: config.json values and every tensor's name, dtype and shape
+# from a public dump of the published config.json and safetensors headers (159,581 tensors), agreeing with the
+# loaders of vLLM (mimo_v2.py), llama.cpp and sglang. Not read from the Hub itself. num_nextn_predict_layers is
+# absent from the config though three MTP layers ship (`model.mtp.layers.{0,1,2}`). MiMo-V2.5-Pro-FP4 (published as
+# XiaomiMiMo/MiMo-V2.5-Pro-FP4-DFlash) stores the routed experts as MXFP4 (`store_dtype: mxfp4`: U8 e2m1 pairs and
+# U8 e8m0 `weight_scale` per 32 inputs, names and dtypes confirmed by sglang's and llama.cpp's loaders); its shapes are
+# inferred (the MXFP4 convention, which reproduces the byte totals of the V2.6 MXFP4 releases) and everything else
+# is taken as the FP8 release's.
+PRO_FULL = [0, 7, 15, 23, 31, 39, 47, 55, 62, 69]
+MIMO_V2_5_PRO = {
+    "architectures": ["MiMoV2ForCausalLM"], "model_type": "mimo_v2", "vocab_size": 152576, "hidden_size": 6144,
+    "num_hidden_layers": 70, "num_attention_heads": 128, "num_key_value_heads": 8, "swa_num_attention_heads": 128,
+    "swa_num_key_value_heads": 8, "head_dim": 192, "v_head_dim": 128, "swa_head_dim": 192, "swa_v_head_dim": 128,
+    "hybrid_layer_pattern": [0 if i in PRO_FULL else 1 for i in range(70)], "moe_layer_freq": [0] + [1] * 69,
+    "n_routed_experts": 384, "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "intermediate_size": 16384,
+    "attention_value_scale": 0.612, "add_swa_attention_sink_bias": True, "add_full_attention_sink_bias": False,
+    "attention_bias": False, "attention_projection_layout": "fused_qkv", "sliding_window": 128,
+    "sliding_window_size": 128, "rope_theta": 10000000, "swa_rope_theta": 10000, "partial_rotary_factor": 0.334,
+    "layernorm_epsilon": 1e-5, "max_position_embeddings": 1048576, "tie_word_embeddings": False,
+    "n_group": 1, "topk_group": 1, "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": True,
+    "routed_scaling_factor": None, "hidden_act": "silu",
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                            "weight_block_size": [128, 128],
+                            "ignored_layers": [f"model.layers.{i}.self_attn.o_proj" for i in range(70)]
+                            + ["model.decoder.self_attn.o_proj"]},
+}
+MIMO_V2_5_PRO_FP4 = {**MIMO_V2_5_PRO, "quantization_config": {
+    **MIMO_V2_5_PRO["quantization_config"], "store_dtype": "mxfp4", "mxfp4_block_size": 32}}
+
+
+def pro_tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(name, dtype, shape) of every tensor of MiMo-V2.5-Pro (FP8), or -FP4 when the config stores experts as mxfp4."""
+    h, heads, kv, hd, vd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], 192, 128
+    mxfp4 = cfg["quantization_config"].get("store_dtype") == "mxfp4"
+    qkv_rows = heads * hd + kv * (hd + vd)  # 8 chunks of 3392 rows (the same in SWA layers: 8 SWA kv heads)
+    bf, f8 = "BF16", "F8_E4M3"
+
+    def fp8(name: str, rows: int, cols: int, scale_rows: int | None = None) -> list:
+        return [(name + ".weight", f8, (rows, cols)),
+                (name + ".weight_scale_inv", "F32", (scale_rows or -(-rows // 128), -(-cols // 128)))]
+
+    def attention(p: str, sinks: bool) -> list:
+        out = fp8(p + "self_attn.qkv_proj", qkv_rows, h, scale_rows=kv * -(-(qkv_rows // kv) // 128))
+        out.append((p + "self_attn.o_proj.weight", bf, (h, heads * vd)))
+        return out + ([(p + "self_attn.attention_sink_bias", bf, (heads,))] if sinks else [])
+
+    def dense(p: str) -> list:
+        i = cfg["intermediate_size"]
+        return fp8(p + "mlp.gate_proj", i, h) + fp8(p + "mlp.up_proj", i, h) + fp8(p + "mlp.down_proj", h, i)
+
+    def expert(q: str) -> list:
+        i = cfg["moe_intermediate_size"]
+        if not mxfp4:
+            return fp8(q + "gate_proj", i, h) + fp8(q + "up_proj", i, h) + fp8(q + "down_proj", h, i)
+        return [(q + "gate_proj.weight", "U8", (i, h // 2)), (q + "gate_proj.weight_scale", "U8", (i, h // 32)),
+                (q + "up_proj.weight", "U8", (i, h // 2)), (q + "up_proj.weight_scale", "U8", (i, h // 32)),
+                (q + "down_proj.weight", "U8", (h, i // 2)), (q + "down_proj.weight_scale", "U8", (h, i // 32))]
+
+    out = [("model.embed_tokens.weight", bf, (cfg["vocab_size"], h)), ("model.norm.weight", bf, (h,)),
+           ("lm_head.weight", bf, (cfg["vocab_size"], h))]
+    for n, swa in enumerate(cfg["hybrid_layer_pattern"]):
+        p = f"model.layers.{n}."
+        out += [(p + "input_layernorm.weight", bf, (h,)), (p + "post_attention_layernorm.weight", bf, (h,))]
+        out += attention(p, bool(swa))
+        if cfg["moe_layer_freq"][n]:
+            e = cfg["n_routed_experts"]
+            out += [(p + "mlp.gate.weight", "F32", (e, h)), (p + "mlp.gate.e_score_correction_bias", "F32", (e,))]
+            for x in range(e):
+                out += expert(f"{p}mlp.experts.{x}.")
+        else:
+            out += dense(p)
+    for m in range(3):
+        p = f"model.mtp.layers.{m}."
+        out += [(p + n, bf, (h,)) for n in ("enorm.weight", "hnorm.weight", "input_layernorm.weight",
+                                             "pre_mlp_layernorm.weight", "final_layernorm.weight")]
+        out += [(p + "eh_proj.weight", bf, (h, 2 * h))] + attention(p, True) + dense(p)
+    return out

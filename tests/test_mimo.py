@@ -118,20 +118,3 @@ def test_mimo_v2_flash_published_layout_plans(tmp_path, tp):
     padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
     assert padded["model.mtp.layers.*.self_attn.k_proj.weight"] == [12 * 192, 4096]
     assert padded["model.mtp.layers.*.self_attn.attention_sink_bias"] == [96]
-
-
-def test_mimo_v2_fused_qkv_is_refused_with_the_reason(tmp_path):
-    """MiMo-V2.5's "Pro format": one qkv_proj per layer, pre-sharded in num_key_value_heads chunks."""
-    from safetensors.torch import load_file, save_file
-
-    src = tmp_path / "upstream"
-    build_mimo(src, mtp=False, dtype=torch.bfloat16)
-    tensors = load_file(src / "model.safetensors")
-    for i in range(4):
-        p = f"model.layers.{i}.self_attn."
-        tensors[p + "qkv_proj.weight"] = torch.cat([tensors.pop(p + f"{x}_proj.weight") for x in "qkv"])
-    save_file(tensors, src / "model.safetensors", metadata={"format": "pt"})
-    cfg = json.loads((src / "config.json").read_text())
-    (src / "config.json").write_text(json.dumps({**cfg, "model_type": "mimo_v2", "architectures": ["MiMoV2ForCausalLM"]}))
-    with pytest.raises(ConfigError, match="fused qkv_proj is not supported: the checkpoint stores it pre-sharded"):
-        make_plan(LocalSource(src), 3)

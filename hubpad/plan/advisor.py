@@ -157,6 +157,9 @@ def _kv_costs_by_layer(s: Survey, tp: int, row: Row, kv2: int, h2: int) -> None:
     for module, role in s.modules.roles.items():
         if role.kind == "kv":
             layers.setdefault(module.rsplit(".", 2)[0], []).append(role.width_key)
+    for name, spec in s.modules.presharded.items():  # a fused qkv_proj (plan/presharded.py): its K and V rows
+        if name.endswith(".weight"):
+            layers.setdefault(name.rsplit(".", 3)[0], []).extend([spec.k, spec.v])
     total = before = least = 0
     for keys in layers.values():
         factor = 2 if len(keys) == 1 else 1

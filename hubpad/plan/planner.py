@@ -24,7 +24,7 @@ from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
 from hubpad.plan.adapters import adapter_for, check_config_values, check_refused
-from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, Role
+from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, PreshardedQKV, Role
 from hubpad.plan.dims import (
     EXPERT_TILE,
     growth_tile,
@@ -35,6 +35,7 @@ from hubpad.plan.dims import (
     vocab_info,
 )
 from hubpad.plan import gdn, kda
+from hubpad.plan.presharded import Chunks, presharded_op
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import SCALE_CARRIERS, _pad2d, fused_experts_op, scaled, tensor_op
@@ -97,6 +98,7 @@ class _Modules:
     params: dict[str, dict[str, TensorInfo]] = field(default_factory=dict)
     plain: dict[str, TensorInfo] = field(default_factory=dict)  # tensors that are not `<module>.<suffix>`
     fused: dict[str, FusedExperts] = field(default_factory=dict)  # plain tensors that are fused 3-D experts
+    presharded: dict[str, PreshardedQKV] = field(default_factory=dict)  # plain tensors of pre-sharded qkv_proj
     linear: dict[str, str] = field(default_factory=dict)  # plain tensors of Gated DeltaNet layers -> gdn.py kind
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
@@ -336,8 +338,13 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
     params = m.params
     surely_linear = frozenset(s for s in _LINEAR_SUFFIXES if adapter.never_copy_param(s))  # most names: one lookup
     linear_attention = bool(adapter.linear_attention)
+    presharded = bool(adapter.presharded_qkv)
     for t in chain.from_iterable(map(_TENSORS, headers)):
         name = t.name
+        if presharded and (spec := adapter.presharded_qkv_of(name.rpartition(".")[0])) is not None:
+            m.plain[name] = t  # a fused pre-sharded qkv_proj: its recipe comes from plan/presharded.py
+            m.presharded[name] = spec
+            continue
         if linear_attention and (kind := adapter.linear_attention_kind(name)) is not None and (
                 linear_layers is None or ((n := _LAYER.search(name)) is not None and int(n[1]) in linear_layers)):
             m.plain[name] = t  # a GDN tensor: its recipe comes from plan/gdn.py, whatever its suffix
@@ -533,6 +540,9 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
     for t in m.plain.values():
         if t.name in m.head_vectors:
             plans.append(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)))
+        elif t.name in m.presharded:
+            chunks = Chunks.of(m.presharded[t.name], shape.geometry, shape.heads, shape.kv, h2, kv2)
+            plans.append(_finish(t, *presharded_op(t, t.name.rpartition(".")[2], chunks, shape.hidden, quant)))
         elif t.name in m.fused:
             plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], shape.hidden, shape.inter["expert"][1],
                                                       new_inter["expert"])))

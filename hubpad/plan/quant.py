@@ -28,6 +28,7 @@ _ONE = {
     "BF16": struct.pack("<f", 1.0)[2:],
     "F8_E4M3": b"\x38",
     "F8_E8M0": b"\x7f",
+    "U8": b"\x7f",  # an e8m0 scale stored as bytes (MiMo-V2.5's MXFP4 experts): 2^(127 - 127)
 }
 # Unquantized layers have no block structure, but GEMM and grouped-GEMM kernels want 16-byte aligned rows
 # (torch's grouped_mm refuses anything else); 8 elements per rank keeps bf16 and fp32 rows aligned.
@@ -61,6 +62,9 @@ class QuantConfig:
     int4_groups: tuple[int, ...] = ()
     weight_only_nvfp4: bool = False
     packed: PackedConfig | None = None  # GPTQ / AWQ (plan/gptq_awq.py)
+    # FP8 configs whose routed experts are stored in another format (`store_dtype`, MiMo-V2.5-Pro-FP4: "mxfp4",
+    # which vLLM's Fp8Config loads with its Mxfp4MoEMethod)
+    expert_store: str | None = None
 
     @staticmethod
     def read(config: dict, hf_quant_config: dict | None) -> "QuantConfig":
@@ -103,7 +107,12 @@ class QuantConfig:
             return QuantConfig(method, packed=read_packed_config(qc))
         if method == "fp8":
             block = qc.get("weight_block_size")
-            return QuantConfig("fp8", (tuple(int(x) for x in block),) if block else ())
+            store = qc.get("store_dtype")
+            if store not in (None, "fp8", "mxfp4"):
+                raise ConfigError(f"config.json: quantization_config.store_dtype {store!r} is not supported (hubpad "
+                                  f"reads FP8 configs whose experts are stored as mxfp4)")
+            return QuantConfig("fp8", (tuple(int(x) for x in block),) if block else (),
+                               expert_store=None if store == "fp8" else store)
         if method == "mxfp4":  # gpt-oss: MXFP4 experts only, never padded (plan/adapters/gpt_oss.py)
             return QuantConfig("mxfp4")
         raise HubpadError(f"config.json: quantization method {method!r} is not supported")
@@ -205,6 +214,8 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
         layout = LinearLayout("mxfp4", out_f, packed_cols * 2, batch=w.shape[:-2], group=32)
         _check_grouped_scale(module, params["scale"], layout, 32)
         return layout
+    if w.dtype == "U8" and qcfg.expert_store == "mxfp4" and "weight_scale" in has and "weight_scale_2" not in has:
+        return _stored_mxfp4_layout(module, params)
     if w.dtype == "U8" and "weight_scale_2" in has:  # ModelOpt NVFP4
         _expect(module, params, "weight_scale", "F8_E4M3")
         out_f, packed_cols = w.shape[-2:]
@@ -233,6 +244,22 @@ def pad_cell_zero(suffix: str, dtype: str, qcfg: QuantConfig) -> bytes | None:
     if dtype == "I32" and suffix in ("weight_packed", "weight_zero_point"):
         return ZERO_NIBBLES_INT4
     return b"\x00"
+
+
+def _stored_mxfp4_layout(module: str, params: dict[str, TensorInfo]) -> LinearLayout:
+    """An FP8 config's experts stored as MXFP4 (`store_dtype: mxfp4`): e2m1 pairs in `weight`, an e8m0 scale per 32
+    inputs in `weight_scale` (bytes or F8_E8M0), what vLLM's Mxfp4MoEMethod loads."""
+    extra = set(params) - {"weight", "weight_scale"}
+    if extra:
+        raise HubpadError(f"tensor {module}.{sorted(extra)[0]}: unexpected parameter of an MXFP4 layer")
+    if params["weight_scale"].dtype not in ("U8", "F8_E8M0"):
+        raise HubpadError(f"tensor {module}.weight_scale: dtype {params['weight_scale'].dtype}, expected U8 or F8_E8M0 "
+                          f"(e8m0) for MXFP4")
+    w = params["weight"]
+    out_f, packed_cols = w.shape[-2:]
+    layout = LinearLayout("mxfp4", out_f, packed_cols * 2, batch=w.shape[:-2], group=32)
+    _check_grouped_scale(module, params["weight_scale"], layout, 32)
+    return layout
 
 
 def _int4_layout(module: str, params: dict[str, TensorInfo]) -> LinearLayout:

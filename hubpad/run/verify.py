@@ -49,7 +49,7 @@ def decode(dtype: str, raw: bytes) -> float:
         return struct.unpack("<f", b"\x00\x00" + raw)[0]
     if dtype == "F8_E4M3":
         return _e4m3(raw[0])
-    if dtype == "F8_E8M0":
+    if dtype in ("F8_E8M0", "U8"):  # a U8 scale is e8m0 stored as bytes (MXFP4)
         return math.nan if raw[0] == 0xFF else 2.0 ** (raw[0] - 127)
     raise HubpadError(f"cannot decode scale dtype {dtype}")
 

@@ -55,6 +55,16 @@ class FusedExperts:
 
 
 @dataclass(frozen=True)
+class PreshardedQKV:
+    """A fused qkv_proj stored pre-sharded in num_key_value_heads chunks of [Q_c | K_c | V_c] (plan/presharded.py):
+    the HeadShape width keys of its Q, K and V rows (one layer type's)."""
+
+    q: str
+    k: str
+    v: str
+
+
+@dataclass(frozen=True)
 class VllmRoute:
     """How a derivative must be served when vLLM's own class for its family would misread the padded config.
 
@@ -149,6 +159,8 @@ class Adapter:
     # Routed experts stored fused as 3-D tensors without a `.weight` suffix (Qwen3-VL-MoE, Qwen3.5): pattern ->
     # FusedExperts, padded along their intermediate axis (dense formats only).
     fused_experts: list[tuple[str, "FusedExperts"]] = field(default_factory=list)
+    # Fused qkv_proj modules stored pre-sharded (MiMo-V2.5): module pattern -> PreshardedQKV (plan/presharded.py).
+    presharded_qkv: list[tuple[str, "PreshardedQKV"]] = field(default_factory=list)
     # Gated DeltaNet linear-attention tensors (Qwen3.5, Qwen3-Next): pattern -> plan/gdn.py kind.
     linear_attention: list[tuple[str, str]] = field(default_factory=list)
     # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py) or "kda" (plan/kda.py, Kimi Delta
@@ -183,6 +195,7 @@ class Adapter:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
         self._head_vectors = [re.compile(p) for p in self.head_vectors]
         self._fused_experts = [(re.compile(p), f) for p, f in self.fused_experts]
+        self._presharded_qkv = [(re.compile(p), q) for p, q in self.presharded_qkv]
         self._linear_attention = _alternation([p for p, _ in self.linear_attention])
         self._linear_kinds = [kind for _, kind in self.linear_attention]
         self._copy_modules = [re.compile(p) for p in self.copy_modules]
@@ -238,6 +251,10 @@ class Adapter:
     def fused_experts_of(self, name: str) -> "FusedExperts | None":
         """How a fused 3-D expert tensor holds the intermediate dim, or None when `name` is not one."""
         return next((f for p, f in self._fused_experts if p.search(name)), None)
+
+    def presharded_qkv_of(self, module: str) -> "PreshardedQKV | None":
+        """The geometry keys of a fused pre-sharded qkv_proj module, or None when `module` is not one."""
+        return next((q for p, q in self._presharded_qkv if p.search(module)), None)
 
     def dims_config(self, config: dict) -> dict:
         """The part of config.json that holds the language model's dims (text_config for a multimodal model)."""

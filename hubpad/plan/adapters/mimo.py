@@ -17,9 +17,12 @@ model, not a function of the head count in either engine. New heads: zero q/k/v 
 (vLLM narrows attention_sink_bias by heads per rank, so the sinks of real heads stay with them); a zero head's
 output is never read (zero o_proj columns).
 
-Refused with the reason: MiMo-V2.5's fused `qkv_proj` (stored pre-sharded in num_key_value_heads chunks), and the
-multimodal MiMoV2OmniForCausalLM (its vision tower's heads are sharded over TP: the class has no data-parallel
-encoder mode, and hubpad does not pad vision towers).
+MiMo-V2.5's fused FP8 `qkv_proj` ("Pro format": pre-sharded in num_key_value_heads chunks of [Q_c | K_c | V_c],
+read so by vLLM's `_shard_fp8_qkv_proj`) is padded by appending whole zero chunks (plan/presharded.py), in every layer
+type and the MTP layers, and MiMo-V2.5-Pro-FP4's MXFP4 experts are padded as any MXFP4 layer (plan/quant.py). Refused
+with the reason: a config with a vision tower (MiMo-V2.5, MiMo-V2-Omni; vLLM's MiMoV2OmniForCausalLM shards the
+tower's heads over TP, has no data-parallel encoder mode, and builds the tower even under --language-model-only;
+hubpad does not pad vision towers).
 """
 
 from __future__ import annotations
@@ -27,24 +30,24 @@ from __future__ import annotations
 import dataclasses
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, ROUTERS, Adapter, L, Role
+from hubpad.plan.adapters.base import (COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, ROUTERS, Adapter, L,
+                                       PreshardedQKV, Role)
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
 _MTP = r"^model\.mtp\.layers\.(\d+)\."
 _FULL = {"q": Role("q"), "k": Role("kv"), "v": Role("kv", "v"), "o": Role("o")}
 _SWA = {"q": Role("q", "q_swa"), "k": Role("kv", "k_swa"), "v": Role("kv", "v_swa"), "o": Role("o", "o_swa")}
+_FULL_QKV, _SWA_QKV = PreshardedQKV("q", "kv", "v"), PreshardedQKV("q_swa", "k_swa", "v_swa")
 _MTP_OWN = [_MTP + r"(enorm|hnorm|eh_proj|input_layernorm|pre_mlp_layernorm|final_layernorm)$"]
 _SINKS = [L + r"self_attn\.attention_sink_bias$", _MTP + r"self_attn\.attention_sink_bias$"]
 
-OMNI_REFUSAL = ("MiMo-V2 Omni (MiMoV2OmniForCausalLM) is not supported: vLLM shards its vision tower's heads over TP "
-                "(MiMoVisionAttention divides num_heads by the TP size, and the class has no data-parallel encoder "
-                "mode: --mm-encoder-tp-mode data falls back to weights), and hubpad does not pad vision towers")
+OMNI_REFUSAL = ("MiMo-V2 with a vision tower (vision_config: MiMo-V2.5, MiMo-V2-Omni; vLLM serves it as "
+                "MiMoV2OmniForCausalLM) is not supported: vLLM shards the tower's {heads} heads / {kv} kv heads over "
+                "TP (MiMoVisionAttention divides num_heads by the TP size, and the class has no data-parallel encoder "
+                "mode), even under --language-model-only (the tower is still built, on the meta device), and hubpad "
+                "does not pad vision towers")
 
-
-FUSED_QKV_REFUSAL = ("MiMo-V2's fused qkv_proj is not supported: the checkpoint stores it pre-sharded in "
-                     "num_key_value_heads chunks of [Q | K | V] rows (vLLM's _shard_fp8_qkv_proj reads it so), which "
-                     "hubpad does not pad; a checkpoint with separate q_proj / k_proj / v_proj is")
 
 
 def layer_is_swa(config: dict) -> list[bool]:
@@ -67,23 +70,23 @@ class MiMoV2Adapter(Adapter):
     def for_config(self, config: dict) -> "MiMoV2Adapter":
         arch = (config.get("architectures") or [""])[0]
         if arch == "MiMoV2OmniForCausalLM" or isinstance(config.get("vision_config"), dict):
-            raise ConfigError(f"config.json: {OMNI_REFUSAL}")
+            vision = config.get("vision_config") or {}
+            heads = vision.get("num_heads", 32)  # Mimo_VLVisionConfig's defaults: 32 heads, 8 kv heads
+            raise ConfigError("config.json: " + OMNI_REFUSAL.format(heads=heads,
+                                                                    kv=vision.get("num_key_value_heads", heads)))
         self._check_readings(config)
         swa = layer_is_swa(config)
-        patterns = []
-        for roles, want in ((_FULL, False), (_SWA, True)):
+        patterns, fused = [], []
+        for roles, qkv, want in ((_FULL, _FULL_QKV, False), (_SWA, _SWA_QKV, True)):
             idx = [str(i) for i, s in enumerate(swa) if s == want]
             if not idx:
                 continue
             layer = L.replace(r"(\d+)", "(" + "|".join(idx) + ")")
             patterns += [(layer + f"self_attn\\.{p}_proj$", r) for p, r in roles.items()]
+            fused.append((layer + r"self_attn\.qkv_proj$", qkv))
         patterns += [(_MTP + f"self_attn\\.{p}_proj$", r) for p, r in _SWA.items()]
-        return dataclasses.replace(self, linear_patterns=patterns + self.linear_patterns)
-
-    def linear_role(self, module: str):
-        if module.endswith("self_attn.qkv_proj"):
-            raise ConfigError(f"tensor {module}: {FUSED_QKV_REFUSAL}")
-        return super().linear_role(module)
+        fused.append((_MTP + r"self_attn\.qkv_proj$", _SWA_QKV))
+        return dataclasses.replace(self, linear_patterns=patterns + self.linear_patterns, presharded_qkv=fused)
 
     @staticmethod
     def _check_readings(config: dict) -> None:
@@ -134,8 +137,20 @@ class MiMoV2Adapter(Adapter):
         arch = (config.get("architectures") or ["MiMoV2FlashForCausalLM"])[0]
         # vLLM's MiMo-V2 MTP drafter runs the first MTP layer only (speculative.py: n_predict 1)
         spec = {"method": "mtp", "num_speculative_tokens": 1} if config.get("num_nextn_predict_layers") else None
-        return serving(tool="mimo", reasoning="mimo", spec=spec,
-                       features=(f"arch:{arch}",) + (("spec:mtp", "spec:mimo_v2_mtp") if spec else ()))
+        quant = config.get("quantization_config") or {}
+        loads = (("load:mimo_v2_fused_qkv",) if config.get("attention_projection_layout") == "fused_qkv" else ()) + \
+            (("quant:fp8_store_mxfp4",) if quant.get("store_dtype") == "mxfp4" else ())
+        out = serving(tool="mimo", reasoning="mimo", spec=spec,
+                      features=(f"arch:{arch}",) + (("spec:mtp", "spec:mimo_v2_mtp") if spec else ()) + loads)
+        if "load:mimo_v2_fused_qkv" in loads:
+            n = config.get("num_key_value_heads")
+            out["notes"] = [f"The fused FP8 qkv_proj is stored in num_key_value_heads = {n} chunks (padding appended "
+                            f"whole zero chunks). vLLM loads one chunk per rank as stored only at "
+                            f"--tensor-parallel-size {n}; at any other size its loader dequantizes and re-quantizes "
+                            f"each rank's rows (as it does for the upstream at any size but its own chunk count), "
+                            f"which re-rounds about a quarter to a third of those FP8 values by up to one FP8 step "
+                            f"(docs/families/mimo-gemma-step.md)"]
+        return out
 
 
 _INTER = {"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)}

