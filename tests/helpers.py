@@ -1,4 +1,4 @@
-"""Shared helpers for the test suite: run the CLI in-process or as a real subprocess."""
+"""Shared helpers for the test suite: run the CLI in-process or as a real subprocess, read a checkpoint folder."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def cli(*args: str, env: dict | None = None):
     """Run `hubpad ARGS` in-process; returns click's Result (exit_code, stdout, stderr)."""
     return CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+def folder_tensors(path: Path) -> dict:
+    """Every tensor of every *.safetensors file in a checkpoint folder, by name (torch tensors)."""
+    from safetensors.torch import load_file
+
+    return {k: v for f in sorted(Path(path).glob("*.safetensors")) for k, v in load_file(f).items()}
 
 
 def mirror_and_verify(src, dst, tp, *extra: str):

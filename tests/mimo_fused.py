@@ -16,6 +16,7 @@ import json
 import torch
 from safetensors.torch import load_file, save_file
 
+from tests.helpers import folder_tensors
 from tests.mimo_models import build_mimo
 
 E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0],
@@ -128,9 +129,7 @@ def dequantize(folder, dst) -> None:
     """`folder` (a fused checkpoint, padded or not) as the float64 MiMo-V2-Flash transformers reads."""
     dst.mkdir(parents=True, exist_ok=True)
     cfg = json.loads((folder / "config.json").read_text())
-    tensors = {}
-    for f in sorted(folder.glob("*.safetensors")):
-        tensors.update(load_file(f))
+    tensors = folder_tensors(folder)
     out = {}
     for name, t in tensors.items():
         if name.endswith(("weight_scale_inv", "weight_scale")):

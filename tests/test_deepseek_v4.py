@@ -25,6 +25,7 @@ from hubpad.run.mirror import run_mirror  # noqa: E402
 from hubpad.run.verify import verify_derivative  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests.dsv4_models import build_model, load, save_published  # noqa: E402
+from tests.helpers import folder_tensors  # noqa: E402
 
 REL_TOL = 1e-12
 SMALL = dict(n_routed_experts=8, num_experts_per_tok=2)  # the float64 tier; the serving fixture takes 64 / top-6
@@ -62,10 +63,6 @@ def derivative(upstream, tmp_path_factory):
     return get
 
 
-def _tensors(path) -> dict:
-    return {k: v for f in sorted(path.glob("*.safetensors")) for k, v in load_file(f).items()}
-
-
 @pytest.mark.parametrize("tp,heads,groups,expert", [(3, 6, 3, 192), (6, 12, 6, 384)])
 def test_dsv4_padded_model_gives_identical_logits(upstream, reference, derivative, tp, heads, groups, expert):
     dst, plan = derivative(tp)
@@ -85,7 +82,7 @@ def test_dsv4_padded_model_gives_identical_logits(upstream, reference, derivativ
     replicated = ("wq_a", "wkv", "q_norm", "kv_norm", "compressor", "indexer", "hc_", "ffn.gate", "e_proj", "h_proj",
                   "embed", "head.", "norm.weight")
     assert not [n for n in shapes if any(r in n for r in replicated)]
-    out, src = _tensors(dst), _tensors(upstream)
+    out, src = folder_tensors(dst), folder_tensors(upstream)
     for p in ("layers.1.", "mtp.0."):
         assert torch.equal(out[p + "attn.attn_sink"][4:], torch.zeros(heads - 4, dtype=torch.float64))
         assert torch.equal(out[p + "attn.wo_a.weight"][:64], src[p + "attn.wo_a.weight"])  # group-major: appended
@@ -182,7 +179,7 @@ def test_vllm_split_of_the_grouped_projection_is_exact(upstream, derivative, tp)
     """The padded wo_a / wo_b split as vLLM splits them, fed attention outputs that are NOT zero for the padded heads
     (a zero query attends uniformly): the all-reduced sum equals the unpadded projection, in float64."""
     dst = derivative(tp)[0]
-    src, out = _tensors(upstream), _tensors(dst)
+    src, out = folder_tensors(upstream), folder_tensors(dst)
     c1, c2 = json.loads((upstream / "config.json").read_text()), json.loads((dst / "config.json").read_text())
     g = torch.Generator().manual_seed(5)
     o = torch.randn(7, c2["num_attention_heads"], c2["head_dim"], generator=g, dtype=torch.float64)

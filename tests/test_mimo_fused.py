@@ -18,12 +18,10 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from safetensors import safe_open  # noqa: E402
-
 from hubpad.errors import ConfigError  # noqa: E402
 from hubpad.plan.planner import make_plan  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
-from tests.helpers import mirror_and_verify  # noqa: E402
+from tests.helpers import folder_tensors, mirror_and_verify  # noqa: E402
 from tests.mimo_fused import BLOCK, chunk_rows, dequantize, fuse  # noqa: E402
 
 CASES = {"tp3-chunk-tiled": (3, "chunk", False), "tp6-one-grid": (6, "grid", False),
@@ -38,14 +36,6 @@ def _logits(path):
         return model(input_ids=ids).logits
 
 
-def _tensors(folder) -> dict:
-    out = {}
-    for f in sorted(folder.glob("*.safetensors")):
-        with safe_open(str(f), "pt") as fh:
-            out.update({n: fh.get_tensor(n) for n in fh.keys()})
-    return out
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fused_qkv_padded_model_gives_identical_logits(tmp_path, case):
     tp, tiling, mxfp4 = CASES[case]
@@ -57,7 +47,7 @@ def test_fused_qkv_padded_model_gives_identical_logits(tmp_path, case):
     assert (out["num_attention_heads"], out["num_key_value_heads"], out["swa_num_key_value_heads"]) == (12, 3, 6)
     assert out["quantization_config"] == cfg["quantization_config"]
 
-    before, after = _tensors(src), _tensors(dst)
+    before, after = folder_tensors(src), folder_tensors(dst)
     for layer, swa in (("model.layers.0.", False), ("model.layers.1.", True), ("model.mtp.layers.0.", True)):
         name = layer + "self_attn.qkv_proj.weight"
         rows = chunk_rows(cfg, swa)
@@ -90,7 +80,7 @@ def test_fused_qkv_control_a_zero_chunk_in_the_wrong_place_changes_the_logits(tm
     src, dst = tmp_path / "upstream", tmp_path / "padded"
     cfg = fuse(tmp_path / "flash", src)
     mirror_and_verify(src, dst, 3)
-    tensors = _tensors(dst)
+    tensors = folder_tensors(dst)
     name = "model.layers.0.self_attn.qkv_proj.weight"
     rows = chunk_rows(cfg, False)
     tensors[name] = torch.cat([tensors[name][2 * rows:], tensors[name][:2 * rows]])
