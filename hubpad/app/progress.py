@@ -7,43 +7,32 @@ import time
 
 from hubpad.app.gha import group
 from hubpad.run.mirror import RunHooks
+from hubpad.run.progress import Meter
 from hubpad.util.log import log
-from hubpad.util.sizes import human
 
 
 class Progress:
-    """Bytes done for one item (an output shard): rate and ETA, throttled to a few updates a second."""
+    """One output shard's bytes on stderr, in `Meter`'s words, throttled to a few updates a second."""
 
     def __init__(self, label: str, total: int, quiet: bool = False) -> None:
-        self.label, self.total, self.done = label, total, 0
-        self.start = self._last = time.monotonic()
+        self.meter = Meter(label, total)
+        self._last = self.meter.start
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
         self._interval = 0.2 if self.tty else 30.0
 
     def update(self, n: int) -> None:
-        self.done += n
+        self.meter.update(n)
         now = time.monotonic()
         if not self.quiet and now - self._last >= self._interval:
             self._last = now
-            self._show(now, final=False)
+            self._show(self.meter.line(now))
 
     def close(self) -> None:
         if not self.quiet:
-            self._show(time.monotonic(), final=True)
+            self._show(self.meter.line(final=True), final=True)
 
-    def _show(self, now: float, final: bool) -> None:
-        elapsed = max(now - self.start, 1e-9)
-        rate = self.done / elapsed
-        if final:
-            line = f"{self.label}: {human(self.done)} in {elapsed:.1f}s ({human(rate)}/s)"
-        else:
-            eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-            pct = 100 * self.done / self.total if self.total else 100
-            width = 24
-            fill = int(width * pct / 100)
-            bar = "#" * fill + "." * (width - fill)
-            line = f"{self.label} [{bar}] {pct:5.1f}% {human(self.done)}/{human(self.total)} {human(rate)}/s ETA {eta:.0f}s"
+    def _show(self, line: str, final: bool = False) -> None:
         if self.tty:
             sys.stderr.write("\r\x1b[K" + line + ("\n" if final else ""))
             sys.stderr.flush()
