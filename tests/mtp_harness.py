@@ -14,7 +14,8 @@ them, and a tensor left unloaded is an error). That one-layer model then runs on
 below, and its final norm and head are the MTP block's. Only this remainder is written here, after vLLM's
 `*_mtp.py` (vllm 0.32, vllm/model_executor/models/):
 
-  DeepSeek-V3 / Kimi (`deepseek_mtp.py`), GLM-4.x (`glm4_moe_mtp.py`), at `model.layers.{num_hidden_layers + k}.`:
+  DeepSeek-V3 / Kimi (`deepseek_mtp.py`), GLM-4.x (`glm4_moe_mtp.py`), GLM-4.7-Flash (`glm4_moe_lite_mtp.py`), at
+  `model.layers.{num_hidden_layers + k}.`:
       e = embed(ids), zeroed at position 0;  x = eh_proj(cat[enorm(e), hnorm(hidden)]);  h = block(x)
       logits = shared_head.head(shared_head.norm(h)); embed is the layer's own `embed_tokens` where the checkpoint
       has one (vLLM shares one embedding between the main model and the MTP layers), else the main model's.
@@ -98,8 +99,13 @@ _QWEN_MTP = MtpLayout(
     block_config=lambda text, moe: {"layer_types": ["full_attention"], "mlp_only_layers": [],
                                     "decoder_sparse_step": 1})
 
+# GLM-4.7-Flash (`glm4_moe_lite_mtp.py`): DeepSeek-V3's layout; transformers' class picks dense or MoE layers from
+# mlp_layer_types, not first_k_dense_replace
+_GLM_LITE = replace(_DEEPSEEK_STYLE, block_config=lambda text, moe: {"mlp_layer_types": ["sparse" if moe else "dense"]})
+
 LAYOUTS: dict[str, MtpLayout] = {
     "deepseek_v3": _DEEPSEEK_STYLE, "kimi_k2": _DEEPSEEK_STYLE, "glm4_moe": _DEEPSEEK_STYLE, "hy_v3": _HY3,
+    "glm4_moe_lite": _GLM_LITE,
     "qwen3_next": _QWEN_MTP, "qwen3_5_text": _QWEN_MTP, "qwen3_5_moe_text": _QWEN_MTP,
 }
 # the transformers config a saved model_type is built with (Kimi-K2 ships DeepSeek-V3's architecture)

@@ -48,6 +48,12 @@ def _glm(tmp_path):
     return _build(tmp_path, use_qk_norm=True)[1]
 
 
+def _glm_lite(tmp_path):
+    from tests.test_glm_lite import build_glm_lite
+
+    return build_glm_lite(tmp_path)[1]
+
+
 def _hy3(tmp_path):
     torch.manual_seed(0)
     cfg = transformers.CONFIG_MAPPING["hy_v3"](**COMMON, **HY3)
@@ -72,6 +78,7 @@ def _gdn(kind):
 CASES = {
     "deepseek_v3": (_deepseek, 3, "model.layers.2.self_attn.kv_b_proj.weight", True),
     "glm4_moe": (_glm, 3, "model.layers.2.self_attn.q_proj.weight", True),
+    "glm4_moe_lite": (_glm_lite, 6, "model.layers.2.self_attn.kv_b_proj.weight", True),
     "hy_v3": (_hy3, 3, "model.layers.2.self_attn.q_proj.weight", True),
     "qwen3_5_text": (_gdn("qwen3_5_text"), 3, "mtp.layers.0.self_attn.q_proj.weight", False),
     "qwen3_5_moe": (_gdn("qwen3_5_moe"), 6, "mtp.layers.0.self_attn.q_proj.weight", False),

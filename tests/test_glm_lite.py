@@ -1,0 +1,59 @@
+"""GLM-4.7-Flash (`glm4_moe_lite`): DeepSeek-V3's MLA with GLM-4.5's MoE block; pad tiny real transformers models with
+`hubpad mirror` + `hubpad verify` at TP 3 and 6 and compare float64 logits (transformers' Glm4MoeLiteForCausalLM, the
+published names: `q_a_proj`, `kv_a_proj_with_mqa`, `kv_b_proj`, per-expert `mlp.experts.N.*`, `mlp.gate` with its
+correction bias, `shared_experts`, and the MTP layer at index num_hidden_layers, which transformers skips and
+tests/test_mtp.py runs).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from tests.helpers import folder_tensors, mirror_and_verify  # noqa: E402
+from tests.test_mla import TINY  # noqa: E402
+from tests.test_models_transformers import COMMON  # noqa: E402
+from tests.tiny_moe import add_mtp_layer, assert_same_logits, randomize  # noqa: E402
+
+GLM_LITE = {k: v for k, v in TINY.items() if k != "first_k_dense_replace"} | dict(n_group=1, topk_group=1)
+
+
+def build_glm_lite(tmp_path, **overrides):
+    """A tiny float64 GLM-4.7-Flash (one dense and one MoE layer) and its checkpoint, MTP layer appended."""
+    torch.manual_seed(0)
+    cfg = transformers.CONFIG_MAPPING["glm4_moe_lite"](**{**COMMON, **GLM_LITE, **overrides})
+    model = transformers.AutoModelForCausalLM.from_config(cfg, experts_implementation="eager").double().eval()
+    randomize(model)
+    path = tmp_path / "upstream"
+    model.save_pretrained(path)
+    add_mtp_layer(path, cfg)
+    return model, path
+
+
+@pytest.mark.parametrize("tp,heads,expert", [(3, 6, 192), (6, 6, 384)])
+def test_glm_lite_padded_model_gives_identical_logits(tmp_path, tp, heads, expert):
+    model, src = build_glm_lite(tmp_path)
+    dst = tmp_path / "padded"
+    mirror_and_verify(src, dst, tp)
+    cfg = json.loads((dst / "config.json").read_text())
+    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["moe_intermediate_size"]) == (
+        heads, heads, expert)
+    out, original = folder_tensors(dst), folder_tensors(src)
+    for layer in (0, 1, 2):  # a dense layer, a MoE layer, the MTP block
+        p = f"model.layers.{layer}.self_attn."
+        assert out[p + "q_b_proj.weight"].shape == (heads * 24, 48)
+        assert out[p + "kv_b_proj.weight"].shape == (heads * 32, 32)
+        assert out[p + "o_proj.weight"].shape == (64, heads * 16)
+        assert torch.equal(out[p + "kv_a_proj_with_mqa.weight"], original[p + "kv_a_proj_with_mqa.weight"])
+    assert out["model.layers.1.mlp.shared_experts.up_proj.weight"].shape == (expert, 64)
+    assert torch.equal(out["model.layers.1.mlp.gate.e_score_correction_bias"],
+                       original["model.layers.1.mlp.gate.e_score_correction_bias"])
+    card = (dst / "README.md").read_text()
+    assert "--tool-call-parser glm47" in card and "--reasoning-parser glm45" in card and '"method": "mtp"' in card
+    assert "**vLLM 0.15.0 or newer**: the first release with Glm4MoeLiteForCausalLM" in card
+
+    assert_same_logits(model, dst, f"glm4_moe_lite tp={tp}", COMMON["vocab_size"])
