@@ -126,6 +126,17 @@ FAMILIES: dict[str, Family] = {
                          seed=4),  # seed 0: a greedy step 5.2e-3 from a tie (seen in vLLM, and in transformers)
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
                       reference_tp=_SAME_HEADS_PER_RANK),
+    # GLM-4.7-Flash: the same MLA with GLM's MoE block (sigmoid routing and correction bias always, one group, as
+    # published), its MTP layer; transformers' class picks dense / MoE layers from mlp_layer_types (1 dense, then MoE)
+    "glm4_moe_lite": Family("glm4_moe_lite", {k: v for k, v in _MLA.items() if k != "first_k_dense_replace"}
+                            | dict(n_group=1, topk_group=1), mtp=MTP_EXTRAS, engine=_CPU_MLA,
+                            reference_tp=_SAME_HEADS_PER_RANK),
+    # DeepSeek-V2: V2's softmax group-limited router and two shared experts; 6 padded heads on hidden 128 need the
+    # card's --hf-overrides route (transformers' DeepseekV2Config, which vLLM reads it with, refuses 128 % 6)
+    "deepseek_v2": Family("deepseek_v2", {k: v for k, v in _MLA.items() if k != "num_nextn_predict_layers"}
+                          | dict(n_shared_experts=2, topk_method="group_limited_greedy", scoring_func="softmax",
+                                 norm_topk_prob=False, routed_scaling_factor=2.0), engine=_CPU_MLA,
+                          reference_tp=_SAME_HEADS_PER_RANK, seed=1),  # seed 0: a step 9.2e-3 from a tie
 }
 
 

@@ -40,6 +40,9 @@ CASES = [
     pytest.param("deepseek_v3", 3, id="deepseek_v3-tp3"),
     pytest.param("deepseek_v3", 6, id="deepseek_v3-tp6"),
     pytest.param("kimi_k2", 3, id="kimi_k2-tp3"),
+    pytest.param("glm4_moe_lite", 3, id="glm4_moe_lite-tp3"),
+    pytest.param("glm4_moe_lite", 6, id="glm4_moe_lite-tp6"),
+    pytest.param("deepseek_v2", 3, id="deepseek_v2-tp3"),  # through the card's --hf-overrides (a config class)
     pytest.param("minimax_m2", 3, id="minimax_m2-tp3"),  # q/k rescaled (float32 checkpoint, softmax routing)
 ]
 
@@ -160,3 +163,14 @@ def test_minimax_m3_has_no_path_in_vllms_cpu_build(tmp_path):
                          env=serving.vllm_env()).stdout
     assert "'_OpNamespace' '_C' object has no attribute 'fused_minimax_m3_qknorm_rope_kv_insert'" in out
     assert "No module named 'flashinfer'" in out
+
+
+def test_deepseek_v2_derivative_without_the_cards_route_stops(zoo):
+    """The card's --hf-overrides is what makes a padded DeepSeek-V2 load: without it vLLM reads config.json with
+    transformers' DeepseekV2Config, which refuses 6 heads on hidden 128 before a weight is read (adapters/deepseek_v2.py:
+    the message the card quotes)."""
+    derivative = zoo.derivative("deepseek_v2", 3)
+    run = serving.run_vllm([serving.job(derivative, 3, **zoo.engine("deepseek_v2"))], derivative.parent / "run-no-route",
+                           plugins=zoo.plugin(derivative))
+    assert not (run.results and run.results[0]["ok"]), "vLLM now loads a padded DeepSeek-V2 without the route"
+    assert "The hidden size (128) is not a multiple of the number of attention heads (6)." in run.log

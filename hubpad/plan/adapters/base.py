@@ -191,6 +191,10 @@ class Adapter:
     # norm's mean square by r = H'/H (kv heads for k); the planner scales the projection's stored rows by sqrt(r) and
     # the norm weight by 1/sqrt(r) instead, which restores it with eps untouched (plan/ops.py `scaled`).
     layer_qk_norms: dict[str, str] = field(default_factory=dict)
+    # The config key counting the shared experts vLLM builds as ONE MLP of moe_intermediate_size × n (DeepSeek-V2's
+    # n_shared_experts 2, K2-Horizon's num_shared_experts): that MLP is the "shared" group, tied to the routed experts'
+    # width (`tied_groups`), so any n pads exactly. None: the family pads its shared expert by its own patterns.
+    shared_experts_key: str | None = None
     # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
     # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
     tied_keys: dict[str, str] = field(default_factory=dict)
@@ -310,7 +314,7 @@ class Adapter:
         return self.per_head_norms and bool(re.search(self.layers + r"self_attn\.[qk]_norm$", module))
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
-        """Each intermediate group with the config keys that hold it and its size."""
+        """Each intermediate group with the config keys that hold it and its size (a tied group: no keys)."""
         out = {}
         for group, keys in self.intermediate_keys.items():
             present = tuple(k for k in keys if config.get(k) is not None)
@@ -319,6 +323,9 @@ class Adapter:
                 if len(values) > 1:
                     raise HubpadError(f"config.json: {' and '.join(present)} disagree ({sorted(values)})")
                 out[group] = (present, int(config[present[0]]))
+        for group, (base, factor) in self.tied_groups(config).items():
+            if base in out:
+                out[group] = ((), factor * out[base][1])
         return out
 
     def missing_vllm_keys(self, config: dict) -> list[str]:
@@ -341,7 +348,8 @@ class Adapter:
         factor): DeepSeek-V2's shared expert is one MLP of moe_intermediate_size × n_shared_experts. Such a group
         has no config key of its own (`intermediate_sizes` gives it no keys); the planner pads it to factor × the
         base's padded width, so the width vLLM derives from the padded config is the one on disk."""
-        return {}
+        n = config.get(self.shared_experts_key) if self.shared_experts_key else None
+        return {"shared": ("expert", int(n))} if n else {}
 
     def head_shape(self, config: dict) -> HeadShape:
         """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""

@@ -8,7 +8,7 @@ Read in transformers 5.24 (models/deepseek_v2) and vLLM 0.32 (deepseek_v2.py, tr
   reads no head count and is copied.
 - The shared expert is ONE MLP of moe_intermediate_size × n_shared_experts (2 in every published V2) in both
   engines, padded at its end; vLLM derives that width from the padded config, so it grows to n_shared_experts × the
-  routed experts' padded width (`tied_groups`), which keeps it exact (a zero channel adds nothing).
+  routed experts' padded width (base.py `shared_experts_key`), which keeps it exact (a zero channel adds nothing).
 - **The config class.** vLLM reads a deepseek_v2 config.json with transformers' DeepseekV2Config (no vLLM config class
   of its own), whose validate_architecture rejects hidden_size % num_attention_heads != 0. DeepSeek-V2's hidden size
   5120 = 2^10 x 5 has no divisor that 3 divides, so no padded head count at TP 3 or 6 passes it (V2-Lite: 2048 =
@@ -47,14 +47,7 @@ class DeepseekV2Adapter(MlaAdapter):
     """No tool-call or reasoning parser of vLLM's is DeepSeek-V2's; no MTP layer."""
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
-        out = Adapter.intermediate_sizes(self, config)  # any n_shared_experts: the shared MLP is tied below
-        if "expert" in out and self.tied_groups(config):
-            out["shared"] = ((), self.tied_groups(config)["shared"][1] * out["expert"][1])
-        return out
-
-    def tied_groups(self, config: dict) -> dict[str, tuple[str, int]]:
-        n = config.get("n_shared_experts")
-        return {"shared": ("expert", int(n))} if n else {}
+        return Adapter.intermediate_sizes(self, config)  # any n_shared_experts: the shared MLP is a tied group
 
     def serving(self, config: dict) -> dict:
         return {**serving(features=("arch:DeepseekV2ForCausalLM",)), "extra_args": []}
@@ -65,5 +58,5 @@ DEEPSEEK_V2 = DeepseekV2Adapter(
     linear_patterns=MLA_HEADS + DENSE_MLP + EXPERTS + SHARED,
     copy_modules=COPY_MODULES + ROUTERS + MLA_LATENT + MTP_MODULES, copy_params=COPY_PARAMS,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
-    vllm_config_rejects_uneven_heads=True, vllm_route=_ROUTE,
+    shared_experts_key="n_shared_experts", vllm_config_rejects_uneven_heads=True, vllm_route=_ROUTE,
 )
