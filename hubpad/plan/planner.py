@@ -138,7 +138,8 @@ def survey(source: Source) -> Survey:
     if modules.fused and "expert" not in shape.inter:
         raise ConfigError(f"tensor {next(iter(modules.fused))}: fused experts, but config.json has no expert "
                           f"intermediate size ({', '.join(inputs.adapter.intermediate_keys.get('expert', ()))})")
-    aligns, group_align = _alignments(distinct, fused=bool(modules.fused), gates=shape.geometry.gates)
+    aligns, group_align = _alignments(distinct, fused=bool(modules.fused), gates=shape.geometry.gates,
+                                      replicated=shape.geometry.replicated)
     for group, (base, _) in inputs.adapter.tied_groups(inputs.text).items():  # the base grows in steps both allow
         if group in group_align and base in group_align:
             group_align[base] = (math.lcm(group_align[base][0], group_align[group][0]),
@@ -424,7 +425,8 @@ def _role(module: str, params: dict[str, TensorInfo], adapter: Adapter, head_dim
 
 
 def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = False,
-                gates: frozenset[str] = frozenset()) -> tuple[Aligns, dict[str, tuple[int, int]]]:
+                gates: frozenset[str] = frozenset(),
+                replicated: frozenset[str] = frozenset()) -> tuple[Aligns, dict[str, tuple[int, int]]]:
     """What every layer sharing a padded dim demands of each rank's slice: attention rows/columns, and per
     intermediate group (rows, columns). Routed experts run in fused-MoE kernels, with their own rules (`fused`:
     the checkpoint stores them as fused 3-D dense tensors)."""
@@ -433,7 +435,8 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = Fa
     for _, role, lay in distinct:
         if role.kind in ("q", "kv", "o") and role.width_key not in ("q", "kv", "o"):
             key = role.width_key
-            need = 1 if key in gates and lay.name == "dense" else lay.k_align if role.kind == "o" else lay.n_align
+            need = (1 if key in replicated or (key in gates and lay.name == "dense")
+                    else lay.k_align if role.kind == "o" else lay.n_align)
             aligns.extra[key] = math.lcm(aligns.of(key), need)
         elif role.kind == "q":
             aligns.q_n = math.lcm(aligns.q_n, lay.n_align)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.util.text import short
 from hubpad.plan.adapters.base import COPY, Adapter, Role
+from hubpad.plan.adapters.dots3_note import DOTS3_NOTE
 from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft, speculators_adapter
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
 from hubpad.plan.adapters.dsa import DEEPSEEK_V32, GLM_MOE_DSA
@@ -21,6 +22,7 @@ from hubpad.plan.adapters.glm_lite import GLM4_MOE_LITE
 from hubpad.plan.adapters.gpt_oss import GPT_OSS
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.hy4 import HY_V4
+from hubpad.plan.adapters.k2_horizon import K2_HORIZON
 from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.longcat import LONGCAT_FLASH
@@ -44,7 +46,7 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
                            HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
                            GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, STEP3P7, GLM4_MOE_LITE,
-                           DEEPSEEK_V2]
+                           DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

@@ -118,6 +118,12 @@ LANGUAGE_MODEL = "model.language_model."
 VISION_TOWER = [r"^model\.visual\."]
 
 
+def layers_pattern(indices: list[str], prefix: str = L) -> str:
+    """`prefix` (a layers pattern with one `(\\d+)`) narrowed to the given layer indices (regex alternatives): the
+    layers of one type, for families whose roles differ per layer type (config.json's layer_types)."""
+    return prefix.replace(r"(\d+)", "(" + "|".join(indices) + ")")
+
+
 def under(prefix: str, patterns: list) -> list:
     """The same patterns (strings, or (pattern, role) pairs) for a language model nested under `prefix`: every one
     that starts at `model.` starts at the prefix instead; `^lm_head$` and other top-level names stay where they are."""

@@ -31,7 +31,7 @@ import dataclasses
 
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, ROUTERS, Adapter, L,
-                                       PreshardedQKV, Role)
+                                       PreshardedQKV, Role, layers_pattern)
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
@@ -81,7 +81,7 @@ class MiMoV2Adapter(Adapter):
             idx = [str(i) for i, s in enumerate(swa) if s == want]
             if not idx:
                 continue
-            layer = L.replace(r"(\d+)", "(" + "|".join(idx) + ")")
+            layer = layers_pattern(idx)
             patterns += [(layer + f"self_attn\\.{p}_proj$", r) for p, r in roles.items()]
             fused.append((layer + r"self_attn\.qkv_proj$", qkv))
         patterns += [(_MTP + f"self_attn\\.{p}_proj$", r) for p, r in _SWA.items()]

