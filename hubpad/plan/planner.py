@@ -23,7 +23,7 @@ from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
-from hubpad.plan.adapters import adapter_for, check_config_values, check_refused
+from hubpad.plan.adapters import adapter_for, check_config_values, check_refused, mistral_format_refusal
 from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, PreshardedQKV, Role
 from hubpad.plan.dims import (
     EXPERT_TILE,
@@ -216,6 +216,8 @@ def _read_inputs(source: Source) -> _Inputs:
     """config.json (and hf_quant_config.json), the adapter and quantization they name, the index and the headers,
     checked against the index: every tensor is in exactly one header, the one the index says."""
     files = source.files()
+    if "config.json" not in files and "params.json" in files:  # Mistral's own format (Mistral Large 3's repos)
+        raise ConfigError(f"{source.label}: {mistral_format_refusal(read_json(source, 'params.json'))}")
     if "config.json" not in files:
         raise ConfigError(f"{source.label}: no config.json (is this a model checkpoint?)")
     config = read_json(source, "config.json")

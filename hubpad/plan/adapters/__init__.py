@@ -28,7 +28,7 @@ from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.longcat import LONGCAT_FLASH
 from hubpad.plan.adapters.mimo import MIMO_V2
 from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3
-from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL
+from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL, mistral_format_refusal
 from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
@@ -37,7 +37,8 @@ from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEX
 from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
 from hubpad.plan.adapters.step3p7 import STEP3P7
 
-__all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused"]
+__all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused",
+           "mistral_format_refusal"]
 
 # Drafts first: they share their decoder's model_type and are told apart by their architectures.
 ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL,
