@@ -20,6 +20,16 @@ config.json found in other projects' sources, not confirmed against the Hub itse
   (hidden 2560, 48 layers, 32 / 8 heads of 128, 2 norm groups, dense 6144 on layers 0-2, 100 experts of 768, one
   shared, 64 value experts (top 4) in every MoE layer, softplus output gate, vocab 250624), BF16; the value experts'
   and gate's names are those of the repo's modeling code and vLLM's loader.
+- Dots3 Note (dots-studio/dots3-note-prev): the values other projects check against the released config.json
+  (hidden 5120, 46 layers of which 13 full DSA / 33 sliding, full MLA 128 heads with kv_lora 512 / qk_nope 128 /
+  qk_rope 64 / v 128, sliding MLA 64 heads with kv_lora 1024 / qk_nope 192 / qk_rope 64 / v 128, window 513, indexer
+  64 × 128 top 2048, headwise gates, 256 experts of 1536 (top 8), one shared, dense 13824 on layer 0, vocab 152064,
+  no n_group / num_nextn_predict_layers keys, one MTP layer `model.layers.46` in the sliding geometry with a dense
+  MLP and `model.mtp.embed_tokens`); q_lora_rank / swa_q_lora_rank 1024 and the layer pattern (full at 0, 1 and
+  every i % 4 == 1) are transformers' Dots3NoteTextConfig defaults, documented against that checkpoint; the towers
+  (`vision_encoder.*`, `audio_encoder.*`, copied) are a few representative tensors, not their ~2600. BF16.
+  Dots3 Note FP8 (the `-fp8` sibling): DeepSeek's block-FP8 format (quant_method fp8, 128 × 128 weight_scale_inv,
+  as quoted) on the attention projections, g_proj and MLPs; its exact per-tensor dtypes are a reconstruction.
 """
 
 from __future__ import annotations
@@ -143,4 +153,78 @@ def k2_horizon_tensors(cfg: dict) -> Tensors:
             out += mlp(p + "mlp.shared_experts.", moe * cfg["num_shared_experts"])
         else:
             out += mlp(p + "mlp.", cfg["intermediate_size"])
+    return out + [("model.norm.weight", "BF16", (h,)), ("lm_head.weight", "BF16", (vocab, h))]
+
+
+DOTS3_LAYER_TYPES = ["full_attention" if i < 2 or i % 4 == 1 else "sliding_attention" for i in range(46)]
+DOTS3_NOTE_CONFIG = {
+    "architectures": ["Dots3NoteForCausalLM"], "model_type": "dots3_note", "vocab_size": 152064, "hidden_size": 5120,
+    "intermediate_size": 13824, "moe_intermediate_size": 1536, "num_hidden_layers": 46, "layer_types": DOTS3_LAYER_TYPES,
+    "num_attention_heads": 128, "num_key_value_heads": 128, "q_lora_rank": 1024, "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "rope_theta": 80000000.0,
+    "swa_num_attention_heads": 64, "swa_num_key_value_heads": 64, "swa_q_lora_rank": 1024, "swa_kv_lora_rank": 1024,
+    "swa_qk_nope_head_dim": 192, "swa_qk_rope_head_dim": 64, "swa_v_head_dim": 128, "swa_rope_theta": 50000.0,
+    "sliding_window_size": 513, "attention_gate_type": "headwise", "swa_attention_gate_type": "headwise",
+    "apply_mla_qkv_lora_rescale": True, "attention_bias": False, "attention_dropout": 0.0, "index_n_heads": 64,
+    "index_head_dim": 128, "index_topk": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
+    "num_experts_per_tok": 8, "first_k_dense_replace": 1, "moe_layer_freq": 1, "routed_scaling_factor": 1.0,
+    "norm_topk_prob": True, "scoring_func": "sigmoid", "topk_method": "noaux_tc", "hidden_act": "silu",
+    "rms_norm_eps": 1e-05, "max_position_embeddings": 524288, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "vision_config": {"embed_dim": 1536, "num_heads": 24}, "audio_config": {},
+}
+DOTS3_NOTE_FP8_CONFIG = dict(DOTS3_NOTE_CONFIG, quantization_config={
+    "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]})
+
+
+def _fp8(name: str, out_f: int, in_f: int) -> Tensors:
+    return [(f"{name}.weight", "F8_E4M3", (out_f, in_f)),
+            (f"{name}.weight_scale_inv", "F32", (-(-out_f // 128), -(-in_f // 128)))]
+
+
+def dots3_note_tensors(cfg: dict) -> Tensors:
+    """Every tensor of Dots3 Note's language model in its config's format (the MTP layer included) and a few of each
+    tower's."""
+    linear = _fp8 if cfg.get("quantization_config") else _bf16
+    h, vocab, n = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
+    types = cfg["layer_types"] + ["sliding_attention"]  # the MTP layer: the sliding geometry
+
+    def attention(p: str, swa: bool) -> Tensors:
+        k = "swa_" if swa else ""
+        heads, lq, lkv = cfg[k + "num_attention_heads"], cfg[k + "q_lora_rank"], cfg[k + "kv_lora_rank"]
+        nope, rope, v = cfg[k + "qk_nope_head_dim"], cfg[k + "qk_rope_head_dim"], cfg[k + "v_head_dim"]
+        out = [(p + "q_a_layernorm.weight", "BF16", (lq,)), (p + "kv_a_layernorm.weight", "BF16", (lkv,)),
+               (p + "k_rope_only_layernorm.weight", "BF16", (rope,))]
+        out += linear(p + "q_a_proj", lq, h) + linear(p + "q_b_proj", heads * (nope + rope), lq)
+        out += linear(p + "kv_a_proj_with_mqa", lkv + rope, h) + linear(p + "kv_b_proj", heads * (nope + v), lkv)
+        out += linear(p + "o_proj", h, heads * v) + linear(p + "g_proj", heads, h)
+        if not swa:
+            ih, idim = cfg["index_n_heads"], cfg["index_head_dim"]
+            out += linear(p + "indexer.wq_b", ih * idim, lq) + linear(p + "indexer.wk", idim, h)
+            out += [(p + "indexer.k_norm.weight", "BF16", (idim,)), (p + "indexer.k_norm.bias", "BF16", (idim,)),
+                    (p + "indexer.weights_proj.weight", "BF16", (ih, h))]
+        return out
+
+    def mlp(p: str, inter: int) -> Tensors:
+        return linear(p + "gate_proj", inter, h) + linear(p + "up_proj", inter, h) + linear(p + "down_proj", h, inter)
+
+    out = [("model.embed_tokens.weight", "BF16", (vocab, h))]
+    for i in range(n + 1):
+        p = f"model.layers.{i}."
+        out += [(p + "input_layernorm.weight", "BF16", (h,)), (p + "post_attention_layernorm.weight", "BF16", (h,))]
+        out += attention(p + "self_attn.", types[i] == "sliding_attention")
+        if i < cfg["first_k_dense_replace"] or i == n:
+            out += mlp(p + "mlp.", cfg["intermediate_size"])
+        else:
+            e, moe = cfg["n_routed_experts"], cfg["moe_intermediate_size"]
+            out += [(p + "mlp.gate.weight", "BF16", (e, h)), (p + "mlp.gate.e_score_correction_bias", "F32", (e,))]
+            for j in range(e):
+                out += mlp(p + f"mlp.experts.{j}.", moe)
+            out += mlp(p + "mlp.shared_experts.", moe * cfg["n_shared_experts"])
+    p = f"model.layers.{n}."
+    out += [(p + "enorm.weight", "BF16", (h,)), (p + "hnorm.weight", "BF16", (h,)),
+            (p + "eh_proj.weight", "BF16", (h, 2 * h)), (p + "shared_head.norm.weight", "BF16", (h,)),
+            ("model.mtp.embed_tokens.weight", "BF16", (vocab, h))]
+    out += [("vision_encoder.patch_embed.proj.weight", "BF16", (1536, 3, 14, 14)),
+            ("vision_encoder.blocks.0.attn.qkv.weight", "BF16", (4608, 1536)),
+            ("audio_encoder.dots_encoder.speech_encoder.layers.0.self_attn.q_proj.weight", "BF16", (1280, 1280))]
     return out + [("model.norm.weight", "BF16", (h,)), ("lm_head.weight", "BF16", (vocab, h))]

@@ -19,8 +19,11 @@ MODELS = {
     "deepseek-ai/DeepSeek-V2-Lite": (real.DEEPSEEK_V2_LITE_CONFIG, real.mla_tensors),
     "IFM/K2-Horizon-375B-A23B": (real.K2_HORIZON_375B_CONFIG, real.k2_horizon_tensors),
     "IFM/K2-Horizon-MoVA-36B-A4B": (real.K2_HORIZON_MOVA_36B_CONFIG, real.k2_horizon_tensors),
+    "dots-studio/dots3-note-prev": (real.DOTS3_NOTE_CONFIG, real.dots3_note_tensors),
+    "dots-studio/dots3-note-prev (FP8)": (real.DOTS3_NOTE_FP8_CONFIG, real.dots3_note_tensors),
 }
 _H = ("num_attention_heads", "num_key_value_heads")  # MLA: config.json sets both, and both grow
+_SWA = ("swa_num_attention_heads", "swa_num_key_value_heads")
 # (model, tp) -> padded dims {config key: after} (every other dim stays)
 CASES = {
     # BF16 MLA: any head count per rank; the dense MLP grows to whole 128-wide tiles per rank
@@ -40,6 +43,12 @@ CASES = {
     # 32 / 8 in groups of 4; the value experts grow with the kv heads; dense 6144 and experts 768 already divide
     ("IFM/K2-Horizon-MoVA-36B-A4B", 3): {"num_attention_heads": 36, "num_key_value_heads": 9},
     ("IFM/K2-Horizon-MoVA-36B-A4B", 6): {"num_attention_heads": 48, "num_key_value_heads": 12},
+    # full 128 / sliding 64 heads grow together (2 : 1); BF16 takes any count per rank, block FP8 needs the sliding
+    # kv_b_proj's 320 rows per head in whole blocks per rank (an even count: 11 per rank at TP 6 is not)
+    ("dots-studio/dots3-note-prev", 3): {**dict.fromkeys(_H, 132), **dict.fromkeys(_SWA, 66)},
+    ("dots-studio/dots3-note-prev", 6): {**dict.fromkeys(_H, 132), **dict.fromkeys(_SWA, 66)},
+    ("dots-studio/dots3-note-prev (FP8)", 3): {**dict.fromkeys(_H, 132), **dict.fromkeys(_SWA, 66)},
+    ("dots-studio/dots3-note-prev (FP8)", 6): {**dict.fromkeys(_H, 144), **dict.fromkeys(_SWA, 72)},
 }
 ROUTED = {"deepseek-ai/DeepSeek-V2", "deepseek-ai/DeepSeek-V2-Lite"}
 
@@ -69,12 +78,14 @@ def test_mla_line_real_layout_plans(checkpoints, name, tp):
     result = cli("plan", checkpoints(name), "--tp", tp, "--json")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
-    after = {d["config_key"]: d["after"] for d in plan["dims"] if d["before"] != d["after"]}
+    after = {k: v for k, (_, v) in plan["config_changes"].items()} if "config_changes" in plan else {}
+    after = {k: v for k, v in after.items() if k not in ("architectures", "model_type")}
     print(f"{name} TP={tp}: {after}, +{(plan['bytes_out'] - plan['bytes_in']) / 1e9:.2f} GB")
     assert after == CASES[name, tp]
     assert all(r["ok"] for r in plan["rank_table"] if r["required"]), plan["rank_table"]
     changed = [c["name"] for c in plan["changed_tensors"]]
-    assert not [n for n in changed if "_a_proj" in n or "embed" in n or ".mlp.gate." in n or "v_router" in n]
+    assert not [n for n in changed if "_a_proj" in n or "embed" in n or ".mlp.gate." in n or "v_router" in n
+                or ".indexer." in n or "_encoder." in n]
     route = plan["architecture"]["vllm_route"]
     assert (route is not None) == (name in ROUTED)
     if name in ROUTED:

@@ -169,3 +169,30 @@ def test_an_unread_feature_states_no_minimum(monkeypatch):
     unread = {"version": None, "because": [], "unread": ["NewForCausalLM"]}
     assert min_vllm(["arch:NewForCausalLM", "tool:hermes"]) == unread
     assert min_vllm(["tool:hermes"])["version"] == "0.6.0"
+
+
+def test_mla_line_states_its_minimum_vllm():
+    """GLM-4.7-Flash, DeepSeek-V2 (with its --hf-overrides route), K2-Horizon and Dots3 Note: parsers, MTP, extra
+    flags and the minimum vLLM their published configs give, every feature read in the wheels (vllm.py)."""
+    from tests import mla_line_real as real
+
+    cases = [  # config, tool, reasoning, MTP tokens, extra args, minimum, the first of what sets it
+        (real.GLM4_7_FLASH_CONFIG, "glm47", "glm45", 1, [], "0.15.0", "Glm4MoeLiteForCausalLM"),
+        (real.DEEPSEEK_V2_CONFIG, None, None, None, [], "0.5.1", "DeepseekV2ForCausalLM"),
+        (real.K2_HORIZON_375B_CONFIG, "k2_horizon", "k2_horizon", None, ["--trust-remote-code"], "0.30.0",
+         "K2HorizonForCausalLM"),
+        (real.DOTS3_NOTE_CONFIG, "dots", None, 1, [], "0.28.0", "Dots3NoteForCausalLM"),
+    ]
+    for config, tool, reasoning, mtp, extra, version, first in cases:
+        s = adapter_for(config).serving(config)
+        assert (s["tool_call_parser"], s["reasoning_parser"]) == (tool, reasoning), config["model_type"]
+        assert (s["speculative_config"] or {}).get("num_speculative_tokens") == mtp, config["model_type"]
+        assert s["extra_args"] == extra and all(f in FIRST_RELEASE for f in s["vllm_features"])
+        got = min_vllm(s["vllm_features"])
+        assert got["version"] == version and got["because"][0] == first, (config["model_type"], got)
+    # DeepSeek-V2's padded heads never divide its hidden size: the route, read for 0.20.0, sets the card's minimum
+    adapter = adapter_for(real.DEEPSEEK_V2_CONFIG)
+    route = adapter.route_for(dict(real.DEEPSEEK_V2_CONFIG, num_attention_heads=129, num_key_value_heads=129))
+    assert route["hf_overrides"] == {"model_type": "deepseek_v32"}
+    assert min_vllm(route["features"])["version"] == "0.20.0"
+    assert adapter.route_for(real.DEEPSEEK_V2_CONFIG) is None  # 5120 % 128 == 0: nothing to route
