@@ -67,13 +67,7 @@ def checkpoints(tmp_path_factory):
     return get
 
 
-# Each plan of these 30k-tensor layouts takes seconds: the default run keeps one TP per model where the dims differ
-# in kind only; the rest run with `-m slow`.
-SLOW = {("deepseek-ai/DeepSeek-V2", 6), ("IFM/K2-Horizon-375B-A23B", 6), ("deepseek-ai/DeepSeek-V2-Lite", 6)}
-
-
-@pytest.mark.parametrize("name,tp", [pytest.param(m, t, marks=[pytest.mark.slow] if (m, t) in SLOW else [])
-                                     for m in MODELS for t in (3, 6)])
+@pytest.mark.parametrize("name,tp", [(m, t) for m in MODELS for t in (3, 6)])  # 14 plans: 13 s here
 def test_mla_line_real_layout_plans(checkpoints, name, tp):
     result = cli("plan", checkpoints(name), "--tp", tp, "--json")
     assert result.exit_code == 0, result.output
