@@ -127,10 +127,11 @@ FAMILIES: dict[str, Family] = {
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
                       reference_tp=_SAME_HEADS_PER_RANK),
     # GLM-4.7-Flash: the same MLA with GLM's MoE block (sigmoid routing and correction bias always, one group, as
-    # published), its MTP layer; transformers' class picks dense / MoE layers from mlp_layer_types (1 dense, then MoE)
+    # published), its MTP layer; transformers' class picks dense / MoE layers from mlp_layer_types (1 dense, then MoE),
+    # vLLM's from first_k_dense_replace, which published configs state and transformers does not save
     "glm4_moe_lite": Family("glm4_moe_lite", {k: v for k, v in _MLA.items() if k != "first_k_dense_replace"}
                             | dict(n_group=1, topk_group=1), mtp=MTP_EXTRAS, engine=_CPU_MLA,
-                            reference_tp=_SAME_HEADS_PER_RANK),
+                            published_keys={"first_k_dense_replace": 1}, reference_tp=_SAME_HEADS_PER_RANK),
     # DeepSeek-V2: V2's softmax group-limited router and two shared experts; 6 padded heads on hidden 128 need the
     # card's --hf-overrides route (transformers' DeepseekV2Config, which vLLM reads it with, refuses 128 % 6)
     "deepseek_v2": Family("deepseek_v2", {k: v for k, v in _MLA.items() if k != "num_nextn_predict_layers"}

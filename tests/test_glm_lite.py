@@ -57,3 +57,17 @@ def test_glm_lite_padded_model_gives_identical_logits(tmp_path, tp, heads, exper
     assert "**vLLM 0.15.0 or newer**: the first release with Glm4MoeLiteForCausalLM" in card
 
     assert_same_logits(model, dst, f"glm4_moe_lite tp={tp}", COMMON["vocab_size"])
+
+
+def test_glm_lite_plan_warns_when_vllms_key_is_missing(tmp_path):
+    """vLLM's Glm4MoeLiteDecoderLayer reads first_k_dense_replace without a default; transformers saves mlp_layer_types
+    instead (found by the serving tier: the engine stops at load). Published configs state it; the plan says so."""
+    from hubpad.plan.planner import make_plan
+    from hubpad.source.local import LocalSource
+
+    _, src = build_glm_lite(tmp_path)
+    warnings = make_plan(LocalSource(src), 3).warnings
+    assert [w.split(",")[0] for w in warnings] == ["config.json has no first_k_dense_replace"]
+    config = json.loads((src / "config.json").read_text())
+    (src / "config.json").write_text(json.dumps({**config, "first_k_dense_replace": 1}))
+    assert make_plan(LocalSource(src), 3).warnings == []
