@@ -35,6 +35,22 @@ def mirror_and_verify(src, dst, tp, *extra: str):
     return report
 
 
+def header_only_layouts(root: Path, models: dict):
+    """A getter: model name -> the header-only copy of its published layout (models: name -> (config.json values,
+    the function listing its tensors)), written under `root` in four shards on first use."""
+    from hubpad.testing import write_checkpoint
+
+    made: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in made:
+            config, tensors = models[name]
+            made[name] = write_checkpoint(root / name.replace("/", "__").replace(" ", "_"), config, tensors(config),
+                                          n_shards=4, header_only=True)
+        return made[name]
+    return get
+
+
 def cli_subprocess(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python -m hubpad.app.cli ARGS` as a separate process (for exit codes, tracebacks, kill -9)."""
     full_env = dict(os.environ)

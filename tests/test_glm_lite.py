@@ -17,21 +17,14 @@ transformers = pytest.importorskip("transformers")
 from tests.helpers import folder_tensors, mirror_and_verify  # noqa: E402
 from tests.test_mla import TINY  # noqa: E402
 from tests.test_models_transformers import COMMON  # noqa: E402
-from tests.tiny_moe import add_mtp_layer, assert_same_logits, randomize  # noqa: E402
+from tests.tiny_moe import assert_same_logits, build_with_mtp  # noqa: E402
 
 GLM_LITE = {k: v for k, v in TINY.items() if k != "first_k_dense_replace"} | dict(n_group=1, topk_group=1)
 
 
 def build_glm_lite(tmp_path, **overrides):
     """A tiny float64 GLM-4.7-Flash (one dense and one MoE layer) and its checkpoint, MTP layer appended."""
-    torch.manual_seed(0)
-    cfg = transformers.CONFIG_MAPPING["glm4_moe_lite"](**{**COMMON, **GLM_LITE, **overrides})
-    model = transformers.AutoModelForCausalLM.from_config(cfg, experts_implementation="eager").double().eval()
-    randomize(model)
-    path = tmp_path / "upstream"
-    model.save_pretrained(path)
-    add_mtp_layer(path, cfg)
-    return model, path
+    return build_with_mtp(tmp_path, "glm4_moe_lite", {**COMMON, **GLM_LITE, **overrides})
 
 
 @pytest.mark.parametrize("tp,heads,expert", [(3, 6, 192), (6, 6, 384)])

@@ -9,9 +9,8 @@ import json
 
 import pytest
 
-from hubpad.testing import write_checkpoint
 from tests import mla_line_real as real
-from tests.helpers import cli
+from tests.helpers import cli, header_only_layouts
 
 MODELS = {
     "zai-org/GLM-4.7-Flash": (real.GLM4_7_FLASH_CONFIG, real.mla_tensors),
@@ -55,16 +54,7 @@ ROUTED = {"deepseek-ai/DeepSeek-V2", "deepseek-ai/DeepSeek-V2-Lite"}
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mla-line-real")
-    made = {}
-
-    def get(name):
-        if name not in made:
-            config, tensors = MODELS[name]
-            made[name] = write_checkpoint(root / name.replace("/", "__"), config, tensors(config), n_shards=4,
-                                          header_only=True)
-        return made[name]
-    return get
+    return header_only_layouts(tmp_path_factory.mktemp("mla-line-real"), MODELS)
 
 
 @pytest.mark.parametrize("name,tp", [(m, t) for m in MODELS for t in (3, 6)])  # 14 plans: 13 s here
