@@ -61,23 +61,36 @@ def test_k2_horizon_derivative_serves_the_originals_outputs(k2_original, tmp_pat
     serving.assert_same_outputs(original, run.ok(0), f"k2_horizon TP=1 vs derivative TP={tp}")
 
 
-# model variant -> what vLLM's CPU build says on the unpadded original (TP 1)
+# model variant -> what vLLM's CPU build says on the unpadded original (TP 1). MoVA: the value experts run only in a
+# Triton kernel (fused_mova_impl), and before it the CPU build has already packed each expert's weight away
+# (dispatch_cpu_unquantized_gemm leaves an empty one), so stacking them gives 2 dims where the kernel reads 3.
 NOT_SERVED = {
-    "sigmoid routing": ({"router_score_func": "sigmoid"}, 'assert self.scoring_func == "softmax"'),
-    "MoVA": (k2.MOVA, "K2_MOVA_MESSAGE"),
+    "sigmoid routing": ({"router_score_func": "sigmoid"}, ['assert self.scoring_func == "softmax"']),
+    "MoVA": (k2.MOVA, ["in fused_mova_impl",
+                       "IndexError: Dimension out of range (expected to be in range of [-2, 1], but got 2)"]),
 }
 
 
 @pytest.mark.parametrize("variant", sorted(NOT_SERVED))
 def test_k2_horizon_originals_the_cpu_build_cannot_run(tmp_path, variant):
-    overrides, message = NOT_SERVED[variant]
+    overrides, messages = NOT_SERVED[variant]
     src = _k2_upstream(tmp_path / "upstream", **overrides)
     run = serving.run_vllm([serving.job(src, 1, **K2_ENGINE)], tmp_path / "run")
     assert not (run.results and run.results[0]["ok"]), f"vLLM's CPU build now serves K2-Horizon with {variant}"
-    assert message in run.log
+    for message in messages:
+        assert message in run.log, _errors(run.log)
 
 
-DOTS3_MESSAGE = "DOTS3_MESSAGE"
+def _errors(log: str) -> str:
+    """The log's error lines (for a failing assertion's message)."""
+    return "\n".join(line for line in log.splitlines() if "Error" in line or "error" in line)[-4000:]
+
+
+# vLLM's Dots3 Note module imports the CUDA sparse-MLA backend (flashattn_mla_sparse) when it is loaded, so the CPU
+# build cannot even inspect the architecture: the original and any derivative stop here, before a weight is read.
+DOTS3_MESSAGES = ["ImportError: vllm.vllm_flash_attn requires the CUDA flash attention extensions "
+                  "(_vllm_fa2_C or _vllm_fa3_C).",
+                  "Model architectures ['Dots3NoteForCausalLM'] failed to be inspected"]
 
 
 def test_dots3_note_original_the_cpu_build_cannot_run(tmp_path):
@@ -89,4 +102,5 @@ def test_dots3_note_original_the_cpu_build_cannot_run(tmp_path):
     run = serving.run_vllm([serving.job(src, 1, limit_mm_per_prompt={"image": 0, "audio": 0, "video": 0})],
                            tmp_path / "run")
     assert not (run.results and run.results[0]["ok"]), "vLLM's CPU build now serves Dots3 Note: serve its derivative"
-    assert DOTS3_MESSAGE in run.log
+    for message in DOTS3_MESSAGES:
+        assert message in run.log, _errors(run.log)
