@@ -34,7 +34,7 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn, kda
+from hubpad.plan import gdn, kda, mamba2
 from hubpad.plan.presharded import Chunks, presharded_op
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
@@ -286,10 +286,13 @@ def _shape(config: dict, adapter: Adapter) -> _Shape:
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
     geometry = adapter.head_shape(config)
-    family = kda.Geometry if adapter.linear_attention_family == "kda" else gdn.Geometry
-    linear = family.read(config) if adapter.linear_attention else None
+    linear = _LINEAR_FAMILIES[adapter.linear_attention_family].read(config) if adapter.linear_attention else None
     return _Shape(hidden, heads, kv, geometry.config_head_dim or geometry.widths["q"], adapter.intermediate_sizes(config),
                   geometry, linear)
+
+
+# Adapter.linear_attention_family -> the geometry of its layers (read from config.json; its own rules and recipes)
+_LINEAR_FAMILIES = {"gdn": gdn.Geometry, "kda": kda.Geometry, "mamba2": mamba2.Geometry}
 
 
 def _required(config: dict, key: str):
@@ -547,8 +550,7 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
             plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], shape.hidden, shape.inter["expert"][1],
                                                       new_inter["expert"])))
         elif t.name in m.linear:
-            op = kda.kda_op if isinstance(shape.linear, kda.Geometry) else gdn.gdn_op
-            plans.append(_finish(t, *op(t, m.linear[t.name], shape.linear, linear2, shape.hidden, quant)))
+            plans.append(_finish(t, *shape.linear.tensor_op(t, m.linear[t.name], linear2, shape.hidden, quant)))
         else:
             plans.append(t)
     return plans
@@ -658,13 +660,7 @@ def _stock_tp_values(shape: _Shape, aligns: Aligns, group_align: dict[str, tuple
 
 def _linear_rank_rows(before: gdn.Geometry | None, after: gdn.Geometry | None, tp: int,
                       align: int) -> list[dict]:
-    """The per-rank table's rows for Gated DeltaNet heads (vLLM: nk % tp, nv % tp, every section % tp)."""
+    """The per-rank table's rows for linear-attention heads (each geometry states vLLM's rules for its own)."""
     if before is None or after is None:
         return []
-    rows = []
-    for dim, total, per in after.rank_dims():
-        ok = total % tp == 0 and (total // tp * per) % align == 0
-        rule = f"{total} % {tp} == 0" + (f", {total // tp} x {per} rows % {align} == 0" if align > 1 else "")
-        rows.append({"dim": dim, "total": total, "per_rank": total // tp if total % tp == 0 else None, "ok": ok,
-                     "rule": rule, "required": True})
-    return rows
+    return after.rank_rows(tp, align)
