@@ -40,6 +40,32 @@ SUPER = {
     "topk_group": 1, "use_bias": False, "use_cache": True, "use_conv_bias": True, "use_mamba_kernels": True,
     "vocab_size": 131072,
 }
+# Nemotron 3 Ultra (nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16): its config.json as public training and serving
+# scripts quote it (miles' nemotron-3-ultra-550b-a55b model args, an Aurora vLLM deployment's table, a config
+# resolver's PUBLISHED entry): 108 layers in `layers_block_type` (no hybrid_override_pattern): attention at 7, 14,
+# 23, 32, 39, 48, 57, 64, 73, 82, 89, 98 and Mamba2 / MoE alternating between them (48 each); hidden 8192; attention
+# 64 heads / 2 kv of 128; Mamba2 256 heads in 8 groups, state 128, conv 4; 512 experts (top 22) of 5120 over a 2048
+# latent, one shared expert of 10240; MTP ["attention", "moe"]; vocab 131072. mamba_head_dim is not quoted by any of
+# them: 64 here (Super's, and 256 x 64 = 2 x hidden, expand 2) is unconfirmed.
+ULTRA_ATTENTION = (7, 14, 23, 32, 39, 48, 57, 64, 73, 82, 89, 98)
+
+
+def _ultra_layers() -> list[str]:
+    out, mamba = [], True
+    for i in range(108):
+        if i in ULTRA_ATTENTION:
+            out.append("attention")
+        else:
+            out.append("mamba" if mamba else "moe")
+            mamba = not mamba
+    return out
+
+
+ULTRA = {**{k: v for k, v in SUPER.items() if k != "hybrid_override_pattern" and k != "mtp_hybrid_override_pattern"},
+         "hidden_size": 8192, "num_hidden_layers": 108, "layers_block_type": _ultra_layers(),
+         "mtp_layers_block_type": ["attention", "moe"], "num_attention_heads": 64, "mamba_num_heads": 256,
+         "intermediate_size": 5120, "moe_intermediate_size": 5120, "moe_shared_expert_intermediate_size": 10240,
+         "moe_latent_size": 2048}
 BF16_PARAMETERS = 123_611_012_096  # the -BF16 release's BF16 headers, MTP included
 MTP_PARAMETERS = 2_942_324_736
 
@@ -101,7 +127,9 @@ def tensors(cfg: dict, nvfp4: bool = False) -> list[tuple[str, str, tuple[int, .
 
     out = [("backbone.embeddings.weight", bf, (cfg["vocab_size"], h)), ("backbone.norm_f.weight", bf, (h,)),
            ("lm_head.weight", bf, (cfg["vocab_size"], h))]
-    for layer, kind in enumerate(cfg["hybrid_override_pattern"]):
+    letters = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "moe": "E", "mlp": "-"}
+    pattern = cfg.get("hybrid_override_pattern") or "".join(letters[t] for t in cfg["layers_block_type"])
+    for layer, kind in enumerate(pattern):
         out += [(f"backbone.layers.{layer}.norm.weight", bf, (h,))] + mixer(f"backbone.layers.{layer}.", kind, layer)
     if cfg.get("num_nextn_predict_layers"):
         out += [(f"mtp.layers.0.{name}.weight", bf, (h,)) for name in ("enorm", "hnorm", "norm")]

@@ -241,3 +241,25 @@ def test_nemotron_3_super_nvfp4_layout_plans(tmp_path):
     assert padded["backbone.layers.*.mixer.in_proj.weight"] == ([rows, 4096], 40)  # 28 FP8 and 12 BF16
     assert padded["backbone.layers.*.mixer.out_proj.weight"] == ([4096, 144 * 64], 40)
     assert not any("weight_scale" in p or "experts.*" in p for p in padded)  # scales copied; experts shard as is
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_nemotron_3_ultra_published_layout_plans(tmp_path, tp):
+    """Nemotron 3 Ultra (tests/nemotron_h_real.py; its layers in `layers_block_type`): Mamba2 8 groups of 32 heads ->
+    9 / 12 groups, 288 / 384 heads; attention 64 / 2 -> 96 / 3; routed experts 5120 -> 5184 (TP 3: 1728 per rank) /
+    5376 (TP 6: 896), the shared expert 10240 -> 10368 / 10752 (whole 128-wide tiles per rank)."""
+    from hubpad.testing import write_checkpoint
+    from tests import nemotron_h_real
+    from tests.helpers import cli
+
+    cfg = nemotron_h_real.ULTRA
+    src = write_checkpoint(tmp_path / "Nemotron-3-Ultra", cfg, nemotron_h_real.tensors(cfg), n_shards=8,
+                           header_only=True)
+    result = cli("plan", src, "--tp", str(tp), "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    dims = {d["name"]: d["after"] for d in plan["dims"]}
+    assert (dims["mamba groups"], dims["mamba heads"]) == {3: (9, 288), 6: (12, 384)}[tp]
+    assert (dims["attention heads"], dims["kv heads"]) == (96, 3)
+    assert (dims["expert intermediate"], dims["shared intermediate"]) == {3: (5184, 10368), 6: (5376, 10752)}[tp]
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])

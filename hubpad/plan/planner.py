@@ -103,6 +103,7 @@ class _Modules:
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
+    head_rows: dict[str, str] = field(default_factory=dict)  # plain tensors of whole heads -> HeadShape width key
     layer_norms: dict[str, TensorInfo] = field(default_factory=dict)  # q/k norms over all heads (module -> weight)
     norm_of: dict[str, str] = field(default_factory=dict)  # q/k projection -> the norm over all heads it feeds
 
@@ -134,6 +135,7 @@ def survey(source: Source) -> Survey:
     shape = _shape(inputs.text, inputs.adapter)
     modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim, _linear_layers(inputs))
     _check_head_vectors(modules, shape.heads)
+    _check_head_rows(modules, shape)
     distinct = modules.distinct()
     if modules.fused and "expert" not in shape.inter:
         raise ConfigError(f"tensor {next(iter(modules.fused))}: fused experts, but config.json has no expert "
@@ -342,8 +344,13 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
     surely_linear = frozenset(s for s in _LINEAR_SUFFIXES if adapter.never_copy_param(s))  # most names: one lookup
     linear_attention = bool(adapter.linear_attention)
     presharded = bool(adapter.presharded_qkv)
+    head_rows = bool(adapter.head_rows)
     for t in chain.from_iterable(map(_TENSORS, headers)):
         name = t.name
+        if head_rows and (key := adapter.head_rows_of(name)) is not None:
+            m.plain[name] = t  # whole heads along its first axis, whatever its suffix
+            m.head_rows[name] = key
+            continue
         if presharded and (spec := adapter.presharded_qkv_of(name.rpartition(".")[0])) is not None:
             m.plain[name] = t  # a fused pre-sharded qkv_proj: its recipe comes from plan/presharded.py
             m.presharded[name] = spec
@@ -397,6 +404,24 @@ def _check_head_vectors(m: _Modules, heads: int) -> None:
         if m.plain[name].shape != (heads,):
             raise ConfigError(f"tensor {name}: shape {list(m.plain[name].shape)}, expected [{heads}] (one value per "
                               f"attention head)")
+
+
+def _head_count(hs: HeadShape, key: str, heads: int, kv: int) -> int:
+    """Heads of the layers with width key `key`: kv heads (the config's, or a layer type's own), else query heads."""
+    if key in hs.per_kv or key in hs.kv_groups:
+        return hs.kv_count(key, heads, kv)
+    return hs.head_count(key, heads)
+
+
+def _check_head_rows(m: _Modules, shape: _Shape) -> None:
+    """A tensor of whole heads (adapter.head_rows) must hold its layer type's heads x rows per head."""
+    hs = shape.geometry
+    for name, key in m.head_rows.items():
+        t, want = m.plain[name], _head_count(hs, key, shape.heads, shape.kv) * hs.widths[key]
+        if not t.shape or t.shape[0] != want:
+            raise ConfigError(f"tensor {name}: shape {list(t.shape)}, expected {want} rows first "
+                              f"({_head_count(hs, key, shape.heads, shape.kv)} heads of {hs.widths[key]}, "
+                              f"{hs.labels[key]})")
 
 
 def _role(module: str, params: dict[str, TensorInfo], adapter: Adapter, head_dim: int) -> Role:
@@ -543,6 +568,12 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
     for t in m.plain.values():
         if t.name in m.head_vectors:
             plans.append(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)))
+        elif t.name in m.head_rows:
+            key = m.head_rows[t.name]
+            rows2 = _head_count(shape.geometry, key, h2, kv2) * shape.geometry.widths[key]
+            rest = math.prod(t.shape[1:]) * t.itemsize
+            op = PadOp("pad", 1, t.shape[0], rest, rows2, rest, b"\x00" * t.itemsize) if rows2 != t.shape[0] else COPY_OP
+            plans.append(_finish(t, op, (rows2, *t.shape[1:])))
         elif t.name in m.presharded:
             chunks = Chunks.of(m.presharded[t.name], shape.geometry, shape.heads, shape.kv, h2, kv2)
             plans.append(_finish(t, *presharded_op(t, t.name.rpartition(".")[2], chunks, shape.hidden, quant)))
