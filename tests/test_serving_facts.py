@@ -184,3 +184,15 @@ def test_nemotron_h_flags_and_minimum_vllm():
     s = adapter_for(dense).serving(dense)
     assert (s["tool_call_parser"], s["reasoning_parser"], s["speculative_config"]) == (None, None, None)
     assert min_vllm(s["vllm_features"])["version"] == "0.9.1"
+
+
+def test_inkling_flags_and_minimum_vllm():
+    """Inkling: the inkling tool-call and reasoning parsers, MTP through InklingMTPModel (one draft token per MTP depth,
+    8 in the published mtp_config), all first in 0.26.0."""
+    from tests.inkling_real import INKLING
+
+    s = adapter_for(INKLING).serving(INKLING)
+    assert (s["tool_call_parser"], s["reasoning_parser"]) == ("inkling", "inkling")
+    assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 8}
+    assert min_vllm(s["vllm_features"])["version"] == "0.26.0"
+    assert all(f in FIRST_RELEASE for f in s["vllm_features"])

