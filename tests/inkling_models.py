@@ -19,6 +19,8 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 
+from tests.tiny_moe import randomize_seeded
+
 TEXT = dict(vocab_size=256, hidden_size=48, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=1,
             head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=8, sliding_window_size=6,
             d_rel=4, rel_extent=16, local_layer_ids=[0, 1, 3], mlp_layer_types=["dense", "sparse", "sparse", "sparse"],
@@ -30,27 +32,13 @@ AUDIO = dict(n_mel_bins=4, mel_vocab_size=8)
 MTP = {"num_nextn_predict_layers": 2, "chain_hidden_post_norm": True, "local_layer_ids": [0]}
 
 
-def randomize(model: torch.nn.Module, seed: int = 0) -> None:
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("global_scale"):
-                p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.3 * torch.randn(p.shape, generator=g))
-        for m in model.modules():
-            bias = getattr(m, "e_score_correction_bias", None)
-            if bias is not None:
-                bias.copy_(0.1 * torch.randn(bias.shape, generator=g))
-
-
 def build_inkling(path, seed: int = 0, dtype=torch.float64, mtp: bool = True, **over) -> dict:
     """Save a tiny Inkling in the published layout under `path`; returns its config.json."""
     cfg = transformers.InklingConfig(text_config={**TEXT, **over}, vision_config=VISION, audio_config=AUDIO)
     cfg.architectures = ["InklingForConditionalGeneration"]
     torch.manual_seed(seed)
     model = transformers.InklingForConditionalGeneration(cfg).to(dtype).eval()
-    randomize(model, seed)
+    randomize_seeded(model, seed)
     model.save_pretrained(path)
     config = json.loads((path / "config.json").read_text())
     if mtp:

@@ -16,6 +16,8 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 
+from tests.tiny_moe import randomize_seeded
+
 LETTERS = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "mlp"}
 # 8 Mamba2 heads of 8 channels in 2 groups (state 16), attention 4 heads / 2 kv of 16, a latent MoE of 8 experts
 TINY = dict(vocab_size=256, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -29,25 +31,11 @@ def config(pattern: str = "ME*M-E", **over) -> transformers.NemotronHConfig:
     return transformers.NemotronHConfig(**{**TINY, "layers_block_type": [LETTERS[c] for c in pattern], **over})
 
 
-def randomize(model: torch.nn.Module, seed: int = 0) -> None:
-    """O(0.3) weights, norms around 1, the router's correction bias and the SSM's per-head parameters at realistic
-    values (A = -exp(A_log) in [-4, -1], dt_bias around softplus^-1 of 0.01..0.1, D around 1)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            leaf = name.rsplit(".", 1)[-1]
-            if leaf == "A_log":
-                p.copy_(torch.rand(p.shape, generator=g) * 1.4)
-            elif leaf == "dt_bias":
-                p.copy_(torch.rand(p.shape, generator=g) * 2.0 - 4.5)
-            elif leaf == "D" or "norm" in name:
-                p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.3 * torch.randn(p.shape, generator=g))
-        for m in model.modules():
-            bias = getattr(m, "e_score_correction_bias", None)
-            if bias is not None:
-                bias.copy_(0.1 * torch.randn(bias.shape, generator=g))
+# the SSM's per-head parameters at realistic values: A = -exp(A_log) in [-4, -1], dt_bias around softplus^-1 of
+# 0.01..0.1, D around 1 (every other parameter as tiny_moe.randomize_seeded gives it)
+SSM_LEAVES = {"A_log": lambda shape, g: torch.rand(shape, generator=g) * 1.4,
+              "dt_bias": lambda shape, g: torch.rand(shape, generator=g) * 2.0 - 4.5,
+              "D": lambda shape, g: 1.0 + 0.3 * torch.randn(shape, generator=g)}
 
 
 def build_nemotron_h(path, pattern: str = "ME*M-E", seed: int = 0, dtype=torch.float64, mtp: bool = False,
@@ -57,7 +45,7 @@ def build_nemotron_h(path, pattern: str = "ME*M-E", seed: int = 0, dtype=torch.f
     cfg.architectures = ["NemotronHForCausalLM"]
     torch.manual_seed(seed)
     model = transformers.NemotronHForCausalLM(cfg).to(dtype).eval()
-    randomize(model, seed)
+    randomize_seeded(model, seed, SSM_LEAVES)
     model.save_pretrained(path)
     config_json = json.loads((path / "config.json").read_text())
     config_json.update(hybrid_override_pattern=pattern, num_hidden_layers=len(pattern))

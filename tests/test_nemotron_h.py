@@ -183,31 +183,34 @@ def test_two_shared_experts_are_refused(tmp_path):
         make_plan(LocalSource(src), 3)
 
 
-@pytest.mark.parametrize("tp", [3, 6])
-def test_nemotron_3_super_published_layout_plans(tmp_path, tp):
-    """Nemotron 3 Super (tests/nemotron_h_real.py): Mamba2 8 groups of 16 heads -> 9 (TP 3) or 12 (TP 6) groups, 144 /
-    192 heads; attention 32 / 2 -> 48 / 3 at both; the routed (2688) and shared (5376) experts already shard; MTP left
-    out (hidden 4096 % tp != 0)."""
+# model, tp -> (mamba groups, mamba heads, attention heads, kv heads, expert width, shared expert width) after padding
+PUBLISHED = {("SUPER", 3): (9, 144, 48, 3, 2688, 5376), ("SUPER", 6): (12, 192, 48, 3, 2688, 5376),
+             ("ULTRA", 3): (9, 288, 96, 3, 5184, 10368), ("ULTRA", 6): (12, 384, 96, 3, 5376, 10752)}
+
+
+@pytest.mark.parametrize("model,tp", sorted(PUBLISHED))
+def test_nemotron_3_published_layouts_plan(tmp_path, model, tp):
+    """Nemotron 3 Super and Ultra (tests/nemotron_h_real.py; Ultra's layers in `layers_block_type`): Mamba2 8 groups
+    (of 16 / 32 heads) -> 9 at TP 3, 12 at TP 6; attention 32 / 2 -> 48 / 3 and 64 / 2 -> 96 / 3 at both; Super's
+    experts (2688, shared 5376) shard as they are, Ultra's 5120 / 10240 grow to whole per-rank tiles (64 for routed
+    experts, 128 for the shared one); MTP padded, and left out of the card (hidden % tp != 0)."""
     from hubpad.testing import write_checkpoint
     from tests import nemotron_h_real
     from tests.helpers import cli
 
-    cfg = nemotron_h_real.SUPER
-    src = write_checkpoint(tmp_path / "Nemotron-3-Super", cfg, nemotron_h_real.tensors(cfg), n_shards=4,
-                           header_only=True)
+    cfg = getattr(nemotron_h_real, model)
+    src = write_checkpoint(tmp_path / model, cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
     result = cli("plan", src, "--tp", str(tp), "--json")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
     dims = {d["name"]: d["after"] for d in plan["dims"]}
-    assert (dims["mamba groups"], dims["mamba heads"]) == {3: (9, 144), 6: (12, 192)}[tp]
-    assert (dims["attention heads"], dims["kv heads"]) == (48, 3)
-    assert (dims["expert intermediate"], dims["shared intermediate"]) == (2688, 5376)
+    assert (dims["mamba groups"], dims["mamba heads"], dims["attention heads"], dims["kv heads"],
+            dims["expert intermediate"], dims["shared intermediate"]) == PUBLISHED[model, tp]
     assert all(r["ok"] for r in plan["rank_table"] if r["required"])
     padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
-    heads = dims["mamba heads"]
-    assert padded["backbone.layers.*.mixer.in_proj.weight"] == [2 * heads * 64 + 2 * dims["mamba groups"] * 128
-                                                               + heads, 4096]
-    assert padded["mtp.layers.*.mixer.q_proj.weight"] == [48 * 128, 4096]
+    groups, heads, h = dims["mamba groups"], dims["mamba heads"], cfg["hidden_size"]
+    assert padded["backbone.layers.*.mixer.in_proj.weight"] == [2 * heads * 64 + 2 * groups * 128 + heads, h]
+    assert padded["mtp.layers.*.mixer.q_proj.weight"] == [dims["attention heads"] * 128, h]
 
 
 def test_nemotron_3_super_tensor_list_reproduces_the_published_totals():
@@ -241,25 +244,3 @@ def test_nemotron_3_super_nvfp4_layout_plans(tmp_path):
     assert padded["backbone.layers.*.mixer.in_proj.weight"] == ([rows, 4096], 40)  # 28 FP8 and 12 BF16
     assert padded["backbone.layers.*.mixer.out_proj.weight"] == ([4096, 144 * 64], 40)
     assert not any("weight_scale" in p or "experts.*" in p for p in padded)  # scales copied; experts shard as is
-
-
-@pytest.mark.parametrize("tp", [3, 6])
-def test_nemotron_3_ultra_published_layout_plans(tmp_path, tp):
-    """Nemotron 3 Ultra (tests/nemotron_h_real.py; its layers in `layers_block_type`): Mamba2 8 groups of 32 heads ->
-    9 / 12 groups, 288 / 384 heads; attention 64 / 2 -> 96 / 3; routed experts 5120 -> 5184 (TP 3: 1728 per rank) /
-    5376 (TP 6: 896), the shared expert 10240 -> 10368 / 10752 (whole 128-wide tiles per rank)."""
-    from hubpad.testing import write_checkpoint
-    from tests import nemotron_h_real
-    from tests.helpers import cli
-
-    cfg = nemotron_h_real.ULTRA
-    src = write_checkpoint(tmp_path / "Nemotron-3-Ultra", cfg, nemotron_h_real.tensors(cfg), n_shards=8,
-                           header_only=True)
-    result = cli("plan", src, "--tp", str(tp), "--json")
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
-    dims = {d["name"]: d["after"] for d in plan["dims"]}
-    assert (dims["mamba groups"], dims["mamba heads"]) == {3: (9, 288), 6: (12, 384)}[tp]
-    assert (dims["attention heads"], dims["kv heads"]) == (96, 3)
-    assert (dims["expert intermediate"], dims["shared intermediate"]) == {3: (5184, 10368), 6: (5376, 10752)}[tp]
-    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
