@@ -128,9 +128,11 @@ def test_inkling_small_is_refused_at_tp_3_and_6(tmp_path, tp):
 
     cfg = inkling_real.INKLING_SMALL
     src = write_checkpoint(tmp_path / "Inkling-Small", cfg, inkling_real.tensors(cfg), n_shards=4, header_only=True)
-    result = cli("plan", src, "--tp", str(tp))
-    assert result.exit_code == 1
-    assert result.output.strip().splitlines()[-1] == (
-        f"error: config.json: hidden_size 4096 % tp {tp} != 0: vLLM's Inkling reduce-scatters the attention and MLP "
-        f"outputs over the hidden dimension for their short convolutions (each rank convolves hidden_size // tp "
-        f"channels), and padding cannot change the hidden size, which every RMSNorm averages over")
+    line = (f"error: config.json: hidden_size 4096 % tp {tp} != 0: vLLM's Inkling reduce-scatters the attention and MLP "
+            f"outputs over the hidden dimension for their short convolutions (each rank convolves hidden_size // tp "
+            f"channels), and padding cannot change the hidden size, which every RMSNorm averages over")
+    for command in (("plan", src, "--tp", str(tp)), ("mirror", src, "--tp", str(tp), "--to", tmp_path / "out")):
+        result = cli(*command)
+        assert result.exit_code == 1
+        assert result.output.strip().splitlines()[-1] == line
+    assert not (tmp_path / "out").exists()
