@@ -143,8 +143,8 @@ def survey(source: Source) -> Survey:
     aligns, group_align = _alignments(distinct, fused=bool(modules.fused), gates=shape.geometry.gates)
     _check_config_against_headers(distinct, shape, inputs.adapter)
     if shape.linear is not None and not modules.linear:
-        raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a Gated "
-                          f"DeltaNet tensor (linear_attn.*)")
+        raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a tensor "
+                          f"of its linear-attention layers ({inputs.adapter.linear_attention_family})")
     linear_align = gdn.row_align({n: (modules.plain[n], k) for n, k in modules.linear.items()}, inputs.quant)
     return Survey(source, inputs, shape, modules, aligns, group_align, linear_align)
 
