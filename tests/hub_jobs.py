@@ -276,35 +276,29 @@ class JobsService:
 
     # -- access -------------------------------------------------------------------------------------------------
 
-    def _caller(self, h, namespace: str, *, write: bool) -> dict:
+    def _caller(self, h, namespace: str, *, write: bool, creating: bool = False) -> dict:
+        """The namespace as the owner of a job, if the caller may read (or write) its Jobs; 402/403 of `deny` when
+        creating one."""
         user = h.user()
         if user is None:
             raise HubError(401, "You must be authenticated to use Jobs")
         if not user.can_read_private(namespace) or (write and not user.can_write(namespace)):
             raise HubError(403, f"You don't have the rights to manage Jobs in {namespace}")
-        if write and namespace in self.denied:
+        if creating and namespace in self.denied:
             status, message = self.denied[namespace]
             raise HubError(status, message)
         kind = "user" if namespace == user.name else "org"
         return {"id": hashlib.sha1(namespace.encode()).hexdigest()[:24], "name": namespace, "type": kind}
 
     def _job(self, h, namespace: str, job_id: str, *, write: bool = False) -> EmuJob:
-        self._caller(h, namespace, write=False)
-        if write:
-            user = h.user()
-            if not user.can_write(namespace):
-                raise HubError(403, f"You don't have the rights to manage Jobs in {namespace}")
+        self._caller(h, namespace, write=write)
         job = self.jobs.get(job_id)
         if job is None or job.namespace != namespace:
             raise HubError(404, f"Job {job_id} not found")
         return job
 
     def _schedule(self, h, namespace: str, sched_id: str, *, write: bool) -> Schedule:
-        user = h.user()
-        if user is None:
-            raise HubError(401, "You must be authenticated to use Jobs")
-        if not user.can_read_private(namespace) or (write and not user.can_write(namespace)):
-            raise HubError(403, f"You don't have the rights to manage Jobs in {namespace}")
+        self._caller(h, namespace, write=write)
         sched = self.schedules.get(sched_id)
         if sched is None or sched.namespace != namespace:
             raise HubError(404, f"Scheduled job {sched_id} not found")
@@ -326,7 +320,7 @@ class JobsService:
 
     def _create(self, h, namespace: str) -> None:
         spec = h.read_json()
-        owner = self._caller(h, namespace, write=True)
+        owner = self._caller(h, namespace, write=True, creating=True)
         self._check_spec(spec)
         job = self._start(namespace, owner, spec, {"type": "user", "id": owner["id"], "name": h.user().name})
         h.send_json(job.to_json(h.ep()))
@@ -349,15 +343,16 @@ class JobsService:
         h.send_json(found)
 
     def cancel(self, job: EmuJob) -> None:
-        job.cancel_requested = True
-        proc = job.proc
+        with job.cond:
+            job.cancel_requested = True
+            proc = job.proc
+            if proc is None and job.stage not in TERMINAL:  # not started yet: it never will
+                self._finish(job, "CANCELED", None)
         if proc is not None and proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        elif job.stage == "SCHEDULING":
-            self._finish(job, "CANCELED", None)
 
     def _finish(self, job: EmuJob, stage: str, message: str | None) -> None:
         with job.cond:
@@ -384,18 +379,20 @@ class JobsService:
             env = {**self.image_env, "HOME": str(home), "TMPDIR": str(home / "tmp"),
                    **{k: str(v) for k, v in (spec.get("environment") or {}).items()},
                    **{k: str(v) for k, v in (spec.get("secrets") or {}).items()}}
-            with job.cond:
+            with job.cond:  # started under the lock: a cancel either sees the process or stops it starting
+                if job.cancel_requested:
+                    return self._finish(job, "CANCELED", None)
+                try:
+                    job.proc = subprocess.Popen([*spec["command"], *(spec.get("arguments") or [])], cwd=home,
+                                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                start_new_session=True)
+                except OSError as exc:
+                    self._add_line(job, f"failed to start the command: {exc}")
+                    return self._finish(job, "ERROR", f"Failed to start the command: {exc}")
                 job.attempts_run = attempt
                 job.stage, job.started = "RUNNING", job.started or time.time()
+                job.lines.append((time.time(), f"===== Job started at {_iso(time.time())} ====="))
                 job.cond.notify_all()
-            self._add_line(job, f"===== Job started at {_iso(time.time())} =====")
-            try:
-                job.proc = subprocess.Popen([*spec["command"], *(spec.get("arguments") or [])], cwd=home, env=env,
-                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
-            except OSError as exc:
-                self._add_line(job, f"failed to start the command: {exc}")
-                return self._finish(job, "ERROR", f"Failed to start the command: {exc}")
             timer = None
             timed_out = job.timed_out
             if timeout:
@@ -415,7 +412,7 @@ class JobsService:
             if timer is not None:
                 timer.cancel()
             if timed_out.is_set():
-                return self._finish(job, "ERROR", f"Job timed out after {int(timeout)} seconds")
+                return self._finish(job, "ERROR", f"Job timed out after {int(timeout or 0)} seconds")
             if job.cancel_requested:
                 return self._finish(job, "CANCELED", None)
             if code == 0:
@@ -449,7 +446,7 @@ class JobsService:
 
     def _create_schedule(self, h, namespace: str) -> None:
         body = h.read_json()
-        owner = self._caller(h, namespace, write=True)
+        owner = self._caller(h, namespace, write=True, creating=True)
         spec = body.get("jobSpec")
         self._check_spec(spec)
         if not str(body.get("schedule") or "").strip():

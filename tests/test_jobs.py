@@ -238,3 +238,19 @@ def test_a_schedule_made_twice_is_one_schedule_and_it_refreshes(jobs_hub, upstre
     assert cli("schedule", "delete", row["name"]).exit_code == 0 and jobs_hub.jobs.schedules == {}
     r = cli("schedule", "delete", row["name"])
     assert r.exit_code == 1 and "no hubpad schedule called" in r.stderr
+
+
+def test_the_jobs_live_check_script_passes_against_the_emulator(jobs_hub, upstream, tmp_path):
+    image = tmp_path / "image-bin"  # jobs_fixtures' image: its `hubpad` runs this checkout
+    env = dict(os.environ, PYTHON=sys.executable, TMPDIR=str(tmp_path), HUBPAD_LIVE_UPSTREAM=UP,
+               PATH=os.pathsep.join([str(image), str(Path(sys.executable).parent), os.environ["PATH"]]))
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "jobs_live_check.sh")], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"jobs live check passed: {UP} -> alice/hubpad-jobs-live-check-" in r.stdout
+    first, second = _jobs(jobs_hub)
+    assert first.stage == second.stage == "COMPLETED" and first.spec["flavor"] == "cpu-basic"
+    assert "is up to date" in jobs_hub.jobs.log_text(second.id)
+    created = [e.repo_id for e in jobs_hub.find_requests("POST", kind="create-repo")]
+    assert len(created) == 1 and not jobs_hub.repo_exists(created[0])  # the scratch repo is gone again
+    assert ALICE_TOKEN not in r.stdout + r.stderr

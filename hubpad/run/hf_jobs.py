@@ -14,7 +14,7 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hubpad.errors import ConfigError, HubError, HubpadError
@@ -92,7 +92,6 @@ class Launcher(Account):
     timeout_s: int = 0
     install: Install | None = None
     attempts: int = 1
-    started: list = field(default_factory=list)
 
     @property
     def disk_budget(self) -> int | None:
@@ -233,7 +232,6 @@ def submit(launcher: Launcher, command: Command, *, attempts: int | None = None)
     spec = job_spec(launcher, command)
     with jobs_errors(launcher.namespace, f"start a job in {launcher.namespace}"):
         job = launcher.api.run_job(**spec, attempts=attempts or launcher.attempts, namespace=launcher.namespace)
-    launcher.started.append(job.id)
     return job
 
 

@@ -110,14 +110,18 @@ class Trigger:
             return False
 
 
+def require_secret(secret: str | None) -> str:
+    if not secret:
+        raise HubpadError(f"set {SECRET_ENV} to the webhook's secret (the receiver refuses to run without one)")
+    return secret
+
+
 class Receiver:
     """The decision on one delivery: (HTTP status, JSON answer); accepted pushes go to the trigger."""
 
     def __init__(self, watches: list[Watch], secret: str, trigger: Trigger) -> None:
-        if not secret:
-            raise HubpadError(f"set {SECRET_ENV} to the webhook's secret (the receiver refuses to run without one)")
         self.watches, self.trigger = watches, trigger
-        self.secret = secret.encode()
+        self.secret = require_secret(secret).encode()
 
     def deliver(self, secret: str | None, body: bytes) -> tuple[int, dict]:
         if secret is None:
@@ -210,8 +214,7 @@ def receiver_for(launcher: Launcher, config_file: str, secret: str, *, settle: f
     from hubpad.formats.mirrors_file import load_mirrors
     from hubpad.run.hf_jobs import ship_mirrors_file
 
-    if not secret:
-        raise HubpadError(f"set {SECRET_ENV} to the webhook's secret (the receiver refuses to run without one)")
+    require_secret(secret)  # before any thread starts
     config_text = ship_mirrors_file(config_file, launcher.disk_budget)
     watches = watches_for(load_mirrors(config_file, namespace=launcher.namespace), launcher.namespace)
     start, finished = job_starter(launcher, watches, config_text)
