@@ -15,27 +15,10 @@
 # namespace and to run Jobs there. The scratch repo is deleted at the end unless HUBPAD_LIVE_KEEP=1.
 set -euo pipefail
 
-upstream="${1:-${HUBPAD_LIVE_UPSTREAM:-trl-internal-testing/tiny-Qwen3ForCausalLM}}"
-tp="${2:-${HUBPAD_LIVE_TP:-3}}"
+# shellcheck source=scripts/live_common.sh
+. "$(dirname "$0")/live_common.sh"
+live_setup "jobs live check" "create and write repos and run Jobs in your namespace" "$@"
 flavor="${HUBPAD_LIVE_FLAVOR:-cpu-basic}"
-python="${PYTHON:-python3}"
-if [[ -z "${HF_TOKEN:-}" ]]; then
-  echo "error: set HF_TOKEN to a token that may create and write repos and run Jobs in your namespace" >&2
-  exit 2
-fi
-work="$(mktemp -d "${TMPDIR:-/tmp}/hubpad-jobs-live-check.XXXXXX")"
-log="${work}/log.txt"
-trap 'rm -rf "${work}"' EXIT
-
-step() { printf '\n== %s\n' "$*"; }
-run() {  # run hubpad, keep its output for the checks, stop on failure
-  local rc=0
-  hubpad "$@" 2>&1 | tee -a "${log}" || rc=${PIPESTATUS[0]}
-  if ((rc != 0)); then
-    echo "jobs live check FAILED: hubpad $1 exited ${rc}" >&2
-    exit 1
-  fi
-}
 
 user="$("${python}" -c 'from huggingface_hub import HfApi; print(HfApi().whoami()["name"])')"
 target="${HUBPAD_LIVE_TARGET:-${user}/hubpad-jobs-live-check-$(date -u +%Y%m%d-%H%M%S)}"
@@ -52,23 +35,8 @@ step "the same mirror as a job again: up to date"
 hubpad mirror "${upstream}" --tp "${tp}" --to "${target}" --on hf-jobs --flavor "${flavor}" --timeout 30m \
   2>&1 | tee -a "${log}" "${log}.second"
 if ! grep -q "is up to date" "${log}.second"; then
-  echo "jobs live check FAILED: the second job was not up to date" >&2
-  exit 1
+  fail "the second job was not up to date"
 fi
 
-step "the token appears in no output"
-if grep -qF "${HF_TOKEN}" "${log}"; then
-  echo "jobs live check FAILED: the token appeared in hubpad's output" >&2
-  exit 1
-fi
-echo "ok"
-
-if [[ "${HUBPAD_LIVE_KEEP:-0}" == 1 ]]; then
-  echo "kept https://huggingface.co/${target}"
-else
-  step "delete the scratch repo"
-  if ! "${python}" -c 'import sys; from huggingface_hub import HfApi; HfApi().delete_repo(sys.argv[1])' "${target}"; then
-    echo "could not delete ${target} (token without delete rights?); delete it by hand" >&2
-  fi
-fi
+token_scan_and_cleanup
 printf '\njobs live check passed: %s -> %s (tp %s) on Hugging Face Jobs (%s)\n' "${upstream}" "${target}" "${tp}" "${flavor}"
