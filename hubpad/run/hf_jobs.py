@@ -318,11 +318,11 @@ def run(launcher: Launcher, command: Command, *, detach: bool = False, echo: Cal
 
     Ctrl-C while following cancels the job, then stops the command (KeyboardInterrupt goes on up)."""
     job = submit(launcher, command)
-    echo(f"started job {job.id} on {launcher.flavor} ({launcher.price}, timeout "
-         f"{_duration(launcher.timeout_s)}) in {launcher.namespace}, hubpad {launcher.install.pin[:12]}: {job.url}")
-    if detach:
-        return job
     try:
+        echo(f"started job {job.id} on {launcher.flavor} ({launcher.price}, timeout "
+             f"{_duration(launcher.timeout_s)}) in {launcher.namespace}, hubpad {launcher.install.pin[:12]}: {job.url}")
+        if detach:
+            return job
         followed = follow(launcher, job, echo)
     except KeyboardInterrupt:
         stop_jobs(launcher, [job.id], echo)
