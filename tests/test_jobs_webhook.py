@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -13,7 +18,7 @@ import pytest
 from hubpad.errors import HubpadError
 from hubpad.run.hf_jobs import Settings, prepare
 from hubpad.run.webhook import make_server, receiver_for
-from tests.helpers import cli
+from tests.helpers import ROOT, cli
 from tests.jobs_fixtures import jobs_hub  # noqa: F401
 from tests.test_hub_mirror import TARGET, UP, upstream  # noqa: F401
 from tests.test_jobs import _error_lines, _jobs, _mirrors_file, _until
@@ -102,3 +107,23 @@ def test_the_receiver_refuses_to_run_without_a_secret(jobs_hub, upstream, tmp_pa
     monkeypatch.delenv("WEBHOOK_SECRET", raising=False)
     r = cli("webhook", "--config", _mirrors_file(tmp_path), "--port", "0")
     assert r.exit_code == 1 and len(_error_lines(r.stderr)) == 1 and "WEBHOOK_SECRET" in r.stderr
+
+
+def test_hubpad_webhook_serves_until_interrupted(jobs_hub, upstream, tmp_path):
+    env = dict(os.environ, WEBHOOK_SECRET=SECRET)
+    proc = subprocess.Popen([sys.executable, "-m", "hubpad.app.cli", "webhook", "--config", str(_mirrors_file(tmp_path)),
+                             "--host", "127.0.0.1", "--port", "0"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()
+        m = re.search(r"webhook receiver on http://127\.0\.0\.1:(\d+): watching (\S+)", first)
+        assert m and m[2] == UP, first
+        url = f"http://127.0.0.1:{m[1]}/"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert json.loads(response.read()) == {"hubpad": "webhook receiver", "watching": 1}
+        assert _post(url, _push(UP, "4" * 40), secret="nope")[0] == 403
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and _error_lines(err) == ["error: interrupted"]
+    assert SECRET not in first + err and _jobs(jobs_hub) == []
