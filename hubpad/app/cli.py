@@ -241,38 +241,18 @@ def _on_jobs(jobs: JobOptions, *, refs=(), config_file=None, templates=None, dis
     """Run this command as one Hugging Face job (run/hf_jobs.py) and report how it ended."""
     from hubpad.run import hf_jobs
 
-    ctx = click.get_current_context()
     launcher = _launcher(jobs, refs, templates)
-    config_text = hf_jobs.ship_mirrors_file(config_file, launcher.disk_budget if disk else None) \
-        if config_file else None
-    argv = _remote_argv(ctx, drop=("--max-disk",), rename={"--config": hf_jobs.CONFIG_NAME}) + \
-        _disk_args(launcher, disk, max_disk, config_file)
-    name = "-".join(["hubpad", argv[0], *[r for r in refs[:1] if r]])
-    info = hf_jobs.run(launcher, hf_jobs.Command(tuple(argv), config_text, name), detach=jobs.detach)
-    _job_report(info, jobs.detach, as_json)
+    argv = _remote_argv(click.get_current_context(), drop=("--max-disk",), rename={"--config": hf_jobs.CONFIG_NAME})
+    command = hf_jobs.job_command(launcher, argv, config_file=config_file, disk=disk, max_disk=max_disk,
+                                  about=next((r for r in refs if r), None))
+    _job_report(hf_jobs.run(launcher, command, detach=jobs.detach), jobs.detach, as_json)
 
 
 def _launcher(jobs: JobOptions, refs, templates, attempts: int = 1):
-    from hubpad.run.hf_jobs import prepare
+    from hubpad.run.hf_jobs import prepare, refuse_local
 
-    local = [r for r in refs if r and is_local(r)]
-    if local:
-        raise ConfigError(f"--on hf-jobs: {local[0]} is a local folder, which a job on Hugging Face's machines "
-                          f"cannot read; name Hub repos")
-    if templates:
-        raise ConfigError("--on hf-jobs: --templates names a local folder, which a job cannot read")
+    refuse_local(refs, templates)
     return prepare(jobs.settings(attempts))
-
-
-def _disk_args(launcher, disk: bool, max_disk: int | None, config_file) -> list[str]:
-    """`--max-disk` for the job's hubpad: as asked, within the flavor's disk, or the flavor's budget (a mirrors file
-    carries the budget in its defaults instead, so its own max_disk values still count)."""
-    from hubpad.util.sizes import format_size
-
-    if not disk or (config_file and max_disk is None):
-        return []
-    value = launcher.max_disk(max_disk)
-    return ["--max-disk", format_size(value)] if value else []
 
 
 def _job_report(info, detached: bool, as_json: bool) -> None:
@@ -295,10 +275,9 @@ def _fan_out_on_jobs(jobs: JobOptions, job: Job, parts: int, refs, templates, co
         flag = "--detach" if jobs.detach else "--dry-run" if dry_run else "--part"
         raise click.UsageError(f"--parts starts and awaits every part here: drop {flag}", ctx)
     launcher = _launcher(jobs, refs, templates, DEFAULT_PART_ATTEMPTS)
-    config_text = hf_jobs.ship_mirrors_file(config_file, launcher.disk_budget) if config_file else None
     argv = _remote_argv(ctx, drop=("--max-disk", "--parts", "--revision"), rename={"--config": hf_jobs.CONFIG_NAME})
-    argv += _disk_args(launcher, True, ctx.params.get("max_disk"), config_file)
-    command = hf_jobs.Command(tuple(argv), config_text, f"hubpad-mirror-{job.src}")
+    command = hf_jobs.job_command(launcher, argv, config_file=config_file, disk=True,
+                                  max_disk=ctx.params.get("max_disk"), about=job.src)
     info = fan_out(launcher, command, src=job.src, revision=job.revision, tp=job.tp, shard_size=job.shard_size,
                    k=parts)
     _job_report(info, False, as_json)

@@ -169,6 +169,31 @@ def ship_mirrors_file(path: str, budget: int | None) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+def refuse_local(refs: Sequence[str | None], templates: str | None = None) -> None:
+    """A job runs on Hugging Face's machines: every SRC, DST and draft must be a Hub repo."""
+    local = [r for r in refs if r and is_local(r)]
+    if local:
+        raise ConfigError(f"--on hf-jobs: {local[0]} is a local folder, which a job on Hugging Face's machines "
+                          f"cannot read; name Hub repos")
+    if templates:
+        raise ConfigError("--on hf-jobs: --templates names a local folder, which a job cannot read")
+
+
+def job_command(launcher: Launcher, argv: Sequence[str], *, config_file: str | None = None, disk: bool = False,
+                max_disk: int | None = None, about: str | None = None) -> Command:
+    """What a job runs: `argv` as typed (without the job options, `--max-disk` and with `--config` naming
+    CONFIG_NAME), the mirrors file shipped, and (`disk`: mirror, publish) `--max-disk` within the flavor's disk: as
+    asked, else the flavor's budget; a mirrors file carries the budget in its defaults instead, so its own max_disk
+    values still count."""
+    config_text = ship_mirrors_file(config_file, launcher.disk_budget if disk else None) if config_file else None
+    extra: list[str] = []
+    if disk and (max_disk is not None or not config_file):
+        value = launcher.max_disk(max_disk)
+        extra = ["--max-disk", format_size(value)] if value else []
+    name = "-".join(["hubpad", argv[0], *([about] if about else [])])
+    return Command((*argv, *extra), config_text, name)
+
+
 def label_value(text: str) -> str:
     """Jobs labels allow letters, digits, '-' and '_' (100 at most)."""
     return re.sub(r"[^A-Za-z0-9_-]", "-", text)[:100]
