@@ -57,6 +57,7 @@ class LocalPublisher(Publisher):
         self._lock = RunLock(self.dst.parent / f".{self.dst.name}.hubpad-lock")
         self._resume: dict[str, list[tuple[dict, Path]]] = {}  # shard name -> (record, file) an interrupted run left
         self._keep_from: dict[str, Path] = {}  # shard name -> the file find_reusable checked
+        self._stranded: list[str] = []  # DST's own files a failed swap could not move back out of the build
 
     def prepare(self, plan: Plan) -> dict | None:
         if plan.source.kind == "local":  # first: --force cannot help here, so no other error may suggest it
@@ -242,13 +243,8 @@ class LocalPublisher(Publisher):
     def publish(self, manifest: dict) -> None:
         for scratch in (STAGED, RESUME):  # records and unused leftovers of an interrupted run: not the derivative's
             shutil.rmtree(self.tmp / scratch, ignore_errors=True)
-        old = None
         with writing(self.dst):
-            if self.dst.exists():
-                self._carry_over_foreign_files()
-                old = self.dst.parent / f".{self.dst.name}.hubpad-old-{os.getpid()}"
-                os.rename(self.dst, old)
-            os.rename(self.tmp, self.dst)
+            old = self._swap_in()
         self.tmp = None
         self._unlock()
         if old is not None:
@@ -266,18 +262,56 @@ class LocalPublisher(Publisher):
     def _unlock(self) -> None:
         self._lock.release()
 
-    def _carry_over_foreign_files(self) -> None:
+    def _swap_in(self) -> Path | None:
+        """The new build becomes DST: DST's own files moved into it, DST renamed aside, the build renamed into place.
+        A rename that fails undoes the ones before it, so DST is left as it was, files hubpad did not make included;
+        returns the old DST's new name (to remove), if there was one."""
+        if not self.dst.exists():
+            os.rename(self.tmp, self.dst)
+            return None
+        carried = self._carry_over_foreign_files()
+        old = self.dst.parent / f".{self.dst.name}.hubpad-old-{os.getpid()}"
+        try:
+            os.rename(self.dst, old)
+        except OSError:
+            self._carry_back(carried, self.dst)
+            raise
+        try:
+            os.rename(self.tmp, self.dst)
+        except OSError:
+            os.rename(old, self.dst)
+            self._carry_back(carried, self.dst)
+            raise
+        return old
+
+    def _carry_over_foreign_files(self) -> list[str]:
         """hubpad never deletes files it did not create: what DST holds beside an earlier derivative (or, under
-        --force, everything of a folder hubpad did not make) moves into the new build unless the build replaces it."""
+        --force, everything of a folder hubpad did not make) moves into the new build unless the build replaces it.
+        Returns the names moved; a move that fails puts the others back."""
         made = set()
         if self.existing:
             files = self.existing.get("files", {})
             made = {s.get("name") for s in self.existing.get("shards", [])} | set(files.get("generated", [])) \
                 | set(files.get("copied", [])) | {MANIFEST}
         made_top = {Path(p).parts[0] for p in made if p and Path(p).parts}
-        for entry in self.dst.iterdir():
-            if entry.name not in made_top and not (self.tmp / entry.name).exists():
-                os.rename(entry, self.tmp / entry.name)
+        moved: list[str] = []
+        try:
+            for entry in self.dst.iterdir():
+                if entry.name not in made_top and not (self.tmp / entry.name).exists():
+                    os.rename(entry, self.tmp / entry.name)
+                    moved.append(entry.name)
+        except OSError:
+            self._carry_back(moved, self.dst)
+            raise
+        return moved
+
+    def _carry_back(self, names: list[str], dst: Path) -> None:
+        """Undo _carry_over_foreign_files: each of `names` back from the build into `dst` (as far as it goes)."""
+        for name in names:
+            try:
+                os.rename(self.tmp / name, dst / name)
+            except OSError:
+                self._stranded.append(name)
 
     def read_published(self, path: str) -> bytes | None:
         p = self.dst / path
@@ -298,7 +332,10 @@ class LocalPublisher(Publisher):
         return {"commit": None, "url": str(self.dst)}
 
     def abort(self) -> None:
-        if self.tmp is not None and self.tmp.exists():
+        if self._stranded:  # never deleted: files hubpad did not make, which could not be moved back
+            log(f"warning: {', '.join(self._stranded)} of {self.label} could not be moved back from {self.tmp}; "
+                f"kept there, move them back by hand")
+        elif self.tmp is not None and self.tmp.exists():
             shutil.rmtree(self.tmp, ignore_errors=True)
         self.tmp = None
         self._unlock()

@@ -61,7 +61,8 @@ class FileSink:
 
     def __init__(self, path: Path, durable: bool, on_staged: Callable[[memoryview], None]) -> None:
         self.path, self.durable, self.on_staged = path, durable, on_staged
-        self.fd, self.direct = _open_new(path)
+        with writing(path):
+            self.fd, self.direct = _open_new(path)
         self.error: BaseException | None = None
         self._free: queue.Queue = queue.Queue()
         for _ in range(STAGES):
