@@ -90,8 +90,8 @@ class LocalPublisher(Publisher):
         lock = self._lock.path
         if abandoned(lock) or not lock.exists():
             for folder in self._stale_scratch(restore=False):
-                for entry in _records(folder):
-                    self._resume.setdefault(entry["name"], []).append((entry, folder / entry["name"]))
+                for entry, path in _records(folder):
+                    self._resume.setdefault(entry["name"], []).append((entry, path))
         return self.existing
 
     def _existing(self, plan: Plan) -> dict | None:
@@ -112,29 +112,52 @@ class LocalPublisher(Publisher):
 
     def _stale_scratch(self, restore: bool = True) -> list[Path]:
         """The build folders (and old copies) of runs that stopped, beside DST: with the lock held, every one is
-        stale. A DST that a run killed between publish's two renames left missing is first put back (`restore`)."""
+        stale. `restore` (a run, under the lock): a DST that a run killed between publish's two renames left missing
+        is put back first, and files of DST's own that a killed publish had moved into its build go back to DST
+        (a folder whose files cannot go back is kept, and said so)."""
         stem = glob.escape(f".{self.dst.name}.hubpad-")
         found = [p for p in sorted(self.dst.parent.glob(f"{stem}tmp-*")) + sorted(self.dst.parent.glob(f"{stem}old-*"))
                  if p.is_dir()]
+        if not restore:
+            return found
         old = [p for p in found if ".hubpad-old-" in p.name]
-        if restore and old and not self.dst.exists():
+        if old and not self.dst.exists():
             with writing(self.dst):
                 os.rename(old[-1], self.dst)
             log(f"restored {self.label} from {old[-1].name}: a run stopped while swapping in its new build "
                 f"({gone(recorded_pid(old[-1]))})")
             found.remove(old[-1])
-        return found
+        return [folder for folder in found if self._give_back(folder)]
+
+    def _give_back(self, folder: Path) -> bool:
+        """Move the files of DST's own that a killed publish had carried into `folder` back to DST; False (the
+        folder is kept) when some cannot go back."""
+        made = _made_by(folder / MANIFEST) if (folder / MANIFEST).is_file() else None
+        if made is None:  # no manifest: killed before publish began, nothing of DST's was carried in
+            return True
+        theirs = [e for e in folder.iterdir() if e.name not in made | {STAGED, RESUME}]
+        for entry in theirs:
+            if self.dst.is_dir() and not (self.dst / entry.name).exists():
+                with writing(self.dst / entry.name):
+                    os.rename(entry, self.dst / entry.name)
+        if any(e.exists() for e in theirs):
+            log(f"warning: kept {folder.name}: a run that stopped while publishing left files of {self.label} in it "
+                f"({', '.join(e.name for e in theirs if e.exists())}); move them back by hand, then remove it")
+            return False
+        return True
 
     def _take_over(self, stale: list[Path]) -> None:
         """Remove each stale folder, saying so; the finished shards it records move into this build first (under
-        RESUME, until find_reusable takes them), so a killed run resumes instead of starting over."""
+        RESUME, with their records, until find_reusable takes them), so a killed run resumes instead of starting
+        over, however many runs were killed in a row."""
         for k, folder in enumerate(stale):
-            kept = 0
-            for entry in _records(folder):
-                src, hold = folder / entry["name"], self.tmp / RESUME / str(k)
+            kept, hold = 0, self.tmp / RESUME / str(k)
+            for entry, src in _records(folder):
                 if src.is_file() and src.stat().st_size == entry.get("size"):
-                    hold.mkdir(parents=True, exist_ok=True)
-                    os.rename(src, hold / entry["name"])
+                    with writing(hold):
+                        hold.mkdir(parents=True, exist_ok=True)
+                        os.rename(src, hold / entry["name"])
+                    _write_record(hold / STAGED, entry)
                     self._resume.setdefault(entry["name"], []).append((entry, hold / entry["name"]))
                     kept += 1
             shutil.rmtree(folder, ignore_errors=True)
@@ -175,8 +198,9 @@ class LocalPublisher(Publisher):
         src = self._keep_from.pop(entry["name"], self.dst / entry["name"])
         dst = self.tmp / entry["name"]
         with writing(dst):
-            if src.parent != self.dst:
+            if src.parent != self.dst:  # an interrupted run's: recorded again, should this run be killed too
                 os.rename(src, dst)
+                _write_record(self.tmp / STAGED, entry)
                 return
             try:
                 os.link(src, dst)
@@ -186,15 +210,7 @@ class LocalPublisher(Publisher):
     def record_shard(self, entry: dict) -> None:
         """A finished shard whose inputs are all checked: its record, written durably beside it (the shard was
         fsynced at close), lets the run after an interrupted one reuse it."""
-        folder = self.tmp / STAGED
-        final, part = folder / f"{entry['name']}.json", folder / f".{entry['name']}.json.part"
-        with writing(final):
-            folder.mkdir(exist_ok=True)
-            with open(part, "wb") as f:
-                f.write(dumps(entry).encode())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(part, final)
+        _write_record(self.tmp / STAGED, entry)
 
     def room(self, plan: Plan, to_build: list[ShardPlan]) -> Room:
         """The whole derivative beside DST, less the shards it reuses (hard links and moves take no new space)."""
@@ -288,12 +304,7 @@ class LocalPublisher(Publisher):
         """hubpad never deletes files it did not create: what DST holds beside an earlier derivative (or, under
         --force, everything of a folder hubpad did not make) moves into the new build unless the build replaces it.
         Returns the names moved; a move that fails puts the others back."""
-        made = set()
-        if self.existing:
-            files = self.existing.get("files", {})
-            made = {s.get("name") for s in self.existing.get("shards", [])} | set(files.get("generated", [])) \
-                | set(files.get("copied", [])) | {MANIFEST}
-        made_top = {Path(p).parts[0] for p in made if p and Path(p).parts}
+        made_top = _made_top(self.existing) if self.existing else set()
         moved: list[str] = []
         try:
             for entry in self.dst.iterdir():
@@ -346,19 +357,49 @@ class LocalPublisher(Publisher):
         self.summary.peak_disk = max(self.summary.peak_disk, used)
 
 
-def _records(folder: Path) -> list[dict]:
-    """The finished-shard records a build folder holds (anything unreadable, or naming no plain file, is skipped)."""
-    records = []
-    for f in sorted((folder / STAGED).glob("*.json")):
-        try:
-            entry = json.loads(f.read_bytes())
-        except (OSError, ValueError):
-            continue
-        name = entry.get("name") if isinstance(entry, dict) else None
-        if isinstance(name, str) and name == Path(name).name and not name.startswith(".") \
-                and isinstance(entry.get("sha256"), str) and isinstance(entry.get("inputs"), str):
-            records.append(entry)
-    return records
+def _records(folder: Path) -> list[tuple[dict, Path]]:
+    """The finished shards a build folder records, each (record, file): its own, and those it had taken over from
+    runs killed before it (under RESUME). Anything unreadable, or naming no plain file, is skipped."""
+    found = []
+    for where in (folder, *sorted((folder / RESUME).glob("*"))):
+        for f in sorted((where / STAGED).glob("*.json")):
+            try:
+                entry = json.loads(f.read_bytes())
+            except (OSError, ValueError):
+                continue
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if isinstance(name, str) and name == Path(name).name and not name.startswith(".") \
+                    and isinstance(entry.get("sha256"), str) and isinstance(entry.get("inputs"), str):
+                found.append((entry, where / name))
+    return found
+
+
+def _write_record(folder: Path, entry: dict) -> None:
+    """A finished shard's record, written durably (fsync, then rename into place)."""
+    final, part = folder / f"{entry['name']}.json", folder / f".{entry['name']}.json.part"
+    with writing(final):
+        folder.mkdir(exist_ok=True)
+        with open(part, "wb") as f:
+            f.write(dumps(entry).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(part, final)
+
+
+def _made_top(manifest: dict) -> set[str]:
+    """The top-level names of what a derivative's hubpad.json says hubpad made (shards, generated, copied files)."""
+    files = manifest.get("files", {}) if isinstance(manifest.get("files"), dict) else {}
+    made = {s.get("name") for s in manifest.get("shards", []) if isinstance(s, dict)} \
+        | set(files.get("generated", [])) | set(files.get("copied", [])) | {MANIFEST}
+    return {Path(p).parts[0] for p in made if isinstance(p, str) and p and Path(p).parts}
+
+
+def _made_by(manifest_path: Path) -> set[str] | None:
+    """_made_top of a build folder's hubpad.json; None when it cannot be read."""
+    try:
+        return _made_top(parse_manifest(manifest_path.read_bytes(), str(manifest_path)))
+    except (HubpadError, OSError):
+        return None
 
 
 def _check_apart(src: Path, dst: Path, label: str) -> None:
