@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,8 +63,9 @@ class Publisher(ABC):
         """A cheap guess, from records only, that `find_reusable` will find this shard (the room a run needs)."""
         return False
 
-    def find_reusable(self, planned: dict) -> dict | None:
-        """The entry of a shard with exactly these inputs already on the target (published or staged), if any."""
+    def find_reusable(self, planned: dict, on_bytes: Callable[[int], None] | None = None) -> dict | None:
+        """The entry of a shard with exactly these inputs already on the target (published or staged), if any;
+        `on_bytes(n)` as local bytes are read to check it (progress)."""
         return None
 
     @abstractmethod

@@ -265,7 +265,7 @@ class HubPublisher(Publisher):
 
     # ------------------------------------------------------------------------------------------ shards
 
-    def find_reusable(self, planned: dict) -> dict | None:
+    def find_reusable(self, planned: dict, on_bytes=None) -> dict | None:
         name, inputs = planned["name"], planned["inputs"]
         for entry in (self.existing or {}).get("shards", []):
             if entry["name"] == name and entry.get("inputs") == inputs and name in self.existing_files:

@@ -178,13 +178,13 @@ class LocalPublisher(Publisher):
     def may_reuse(self, planned: dict) -> bool:
         return bool(self._candidates(planned))
 
-    def find_reusable(self, planned: dict) -> dict | None:
+    def find_reusable(self, planned: dict, on_bytes=None) -> dict | None:
         """A shard with exactly these inputs that DST (or an interrupted run) holds, whose bytes still hash to its
         record (a local file may have changed since; hashing it is cheaper than building it again)."""
         name = planned["name"]
         for entry, path in self._candidates(planned):
             same_size = path.is_file() and path.stat().st_size == entry.get("size")
-            if same_size and file_sha256(path) == entry.get("sha256"):
+            if same_size and file_sha256(path, on_bytes) == entry.get("sha256"):
                 self._keep_from[name] = path
                 return dict(entry)
             where = f"{self.label}/{name} does not match {MANIFEST}" if path.parent == self.dst else \

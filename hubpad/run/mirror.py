@@ -49,6 +49,22 @@ class _NoProgress:
         pass
 
 
+class _WhenBytes:
+    """A progress sink made only once bytes come (a check that reads nothing shows nothing)."""
+
+    def __init__(self, make: Callable[[], ProgressSink]) -> None:
+        self._make, self._sink = make, None
+
+    def update(self, n: int) -> None:
+        if self._sink is None:
+            self._sink = self._make()
+        self._sink.update(n)
+
+    def close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+
+
 @dataclass
 class RunHooks:
     """How a run shows itself: a progress sink per shard, and a collapsible log group per shard (Actions)."""
@@ -128,7 +144,7 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     except BaseException:  # a refused or unreachable target: nothing of this run may stay behind (scratch, locks)
         publisher.abort()
         raise
-    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)
+    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing, hooks)
     if is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards]):
         return _settle_up_to_date(plan, publisher, existing)
     inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
@@ -197,8 +213,8 @@ def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summ
     return summary  # the caller says so, once (the CLI on stdout)
 
 
-def _upstream_hashes(plan: Plan, publisher: Publisher,
-                     existing: dict | None) -> tuple[dict[str, str | None], str | None]:
+def _upstream_hashes(plan: Plan, publisher: Publisher, existing: dict | None,
+                     hooks: RunHooks | None = None) -> tuple[dict[str, str | None], str | None]:
     """The sha256 of each upstream weight file, as far as known before reading (the Hub lists them), and the
     upstream's state for the freshness rule: its commit, or a local upstream's content digest."""
     source = plan.source
@@ -206,7 +222,9 @@ def _upstream_hashes(plan: Plan, publisher: Publisher,
         # Staged or published shards can only be matched to a local upstream by content: hash the local files
         # first (a local read pass is cheap next to rebuilding and re-uploading), so records made now and
         # on a resumed run agree. The same hashes say whether anything changed at all (hubpad.json's digest).
-        hashes = {f: file_sha256(source.local_path(f)) for f in plan.files}
+        progress = (hooks or RunHooks()).progress(f"hashing {source.label}", sum(e.size for e in plan.files.values()))
+        hashes = {f: file_sha256(source.local_path(f), progress.update) for f in plan.files}
+        progress.close()
         return {f: hashes[f] for f in plan.weight_files}, digest_of(hashes)
     return {f: plan.files[f].sha256 for f in plan.weight_files}, source.commit
 
@@ -233,7 +251,7 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
     for i, shard in enumerate(plan.shards):
         if only is not None and shard.name not in only:
             continue
-        found = _reusable(shard, publisher, inputs, upstream_sha, publish_only)
+        found = _reusable(shard, publisher, inputs, upstream_sha, publish_only, hooks)
         if found is not None:
             publisher.keep_shard(found)
             summary.shards_reused.append(shard.name)
@@ -274,11 +292,13 @@ def _record_checked(publisher: Publisher, unchecked: list[tuple[ShardPlan, dict]
 
 
 def _reusable(shard: ShardPlan, publisher: Publisher, inputs: _Inputs, upstream_sha: dict,
-              publish_only: bool) -> dict | None:
+              publish_only: bool, hooks: RunHooks) -> dict | None:
     """The target's entry for this exact shard, if it has one whose bytes can be trusted."""
     planned = shard_entry(shard, "", upstream_sha)
     known = all(upstream_sha.get(f) for f in shard.source_ranges())
-    found = publisher.find_reusable(planned) if known else None
+    check = _WhenBytes(lambda: hooks.progress(f"checking {shard.name}", shard.size))
+    found = publisher.find_reusable(planned, check.update) if known else None
+    check.close()
     if found is None and publish_only:
         raise HubpadError(f"{shard.name} is not staged on {publisher.label}: a part run is missing or "
                           f"failed; run its `hubpad mirror ... --part i/K` first (nothing was published)")
