@@ -7,14 +7,11 @@ first finished-shard record, or between the two renames that swap a new build in
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,9 +19,8 @@ import pytest
 from hubpad.testing import build_tiny_hy3
 from hubpad.util.run_lock import RunLock
 from tests.helpers import ROOT, cli
-
-SHARD = "2MB"
-F2 = "model-00002-of-00002.safetensors"
+from tests.test_local_incremental import F2, SHARD, _mirror, _shards, pristine  # noqa: F401 (pristine: a fixture)
+from tests.test_newcomer import scratch as tmpdir_of_runs  # noqa: F401 (a fixture: the temp dir of hubpad's scratch)
 
 # Runs hubpad's CLI, after patching one function to SIGKILL the process at the point a test names.
 KILLER = """
@@ -66,25 +62,10 @@ def _killed(point: str, *args, env: dict | None = None) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    return build_tiny_hy3(tmp_path_factory.mktemp("up") / "up")
-
-
-@pytest.fixture(scope="module")
 def reference(pristine, tmp_path_factory):
     out = tmp_path_factory.mktemp("ref") / "ref"
-    assert cli("mirror", pristine, "--tp", "3", "--to", out, "--shard-size", SHARD).exit_code == 0
+    _mirror(pristine, out)
     return _shards(out)
-
-
-def _shards(d: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.glob("*.safetensors"))}
-
-
-def _mirror(src, dst, *extra):
-    r = cli("mirror", src, "--tp", "3", "--to", dst, "--shard-size", SHARD, "--json", *extra)
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout[r.stdout.index("{"):]), r.stderr
 
 
 def _beside(dst: Path) -> list[str]:
@@ -188,16 +169,6 @@ def test_a_running_runs_scratch_is_left_alone(pristine, tmp_path):
         assert busy.is_dir() and not dst.exists()
     finally:
         lock.release()
-
-
-@pytest.fixture
-def tmpdir_of_runs(tmp_path, monkeypatch):
-    """The temp dir hubpad's own Hub scratch folders go to."""
-    tmp = tmp_path / "tmpdir"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    return tmp
 
 
 def test_a_killed_hub_runs_scratch_folder_is_removed_by_the_next(hub, tmpdir_of_runs, tmp_path):

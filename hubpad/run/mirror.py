@@ -281,7 +281,10 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
 def _record_checked(publisher: Publisher, unchecked: list[tuple[ShardPlan, dict]], verified: dict[str, str],
                     upstream_sha: dict) -> list[tuple[ShardPlan, dict]]:
     """Hand the publisher each built shard whose input files are now all read and checked, its inputs keyed by
-    their checked hashes (what lets the run after an interrupted one reuse it); return the others."""
+    their checked hashes (what lets the run after an interrupted one reuse it); return the others. A publisher
+    that stages its shards (the Hub) keeps its own records."""
+    if publisher.stages:
+        return []
     waiting = []
     for shard, entry in unchecked:
         if all(f in verified for f in shard.source_ranges()):
