@@ -162,7 +162,7 @@ class HubPublisher(Publisher):
         one uploads); one is the least that works."""
         biggest = max(s.size for s in plan.shards)
         return room(self.workdir, self.max_disk if self.max_disk is not None else 2 * biggest, least=biggest,
-                    what="scratch shards")
+                    what="scratch")
 
     def _scratch_budget(self, plan: Plan) -> int:
         """The scratch disk budget, chosen before anything is created: --max-disk, lowered to what the workdir's
