@@ -254,6 +254,11 @@ def test_max_disk_above_what_the_hub_work_directory_has_is_lowered(hub, tmp_path
 
     _seed_dir(hub, UP, build_tiny_hy3(tmp_path / "up"))
     with tmpfs(tmp_path / "small", 9 * MB) as disk:
+        dry = cli("mirror", UP, "--tp", "3", "--shard-size", SHARD, "--workdir", disk / "work", "--max-disk", "50MB",
+                  "--dry-run")
+        said = dry.stdout.splitlines()[-1]
+        assert said.startswith("disk: scratch needs 50.0 MB (at least ") and f"MB free on {disk}" in said, said
+        assert "not enough" not in said
         r = cli("mirror", UP, "--tp", "3", "--shard-size", SHARD, "--workdir", disk / "work", "--max-disk", "50MB")
         assert r.exit_code == 0, r.output
         assert f"warning: --max-disk 50.0 MB, but " in r.stderr and f"free on {disk}: scratch kept to" in r.stderr
