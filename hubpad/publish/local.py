@@ -214,7 +214,8 @@ class LocalPublisher(Publisher):
 
     def room(self, plan: Plan, to_build: list[ShardPlan]) -> Room:
         """The whole derivative beside DST, less the shards it reuses (hard links and moves take no new space)."""
-        need = sum(s.size for s in to_build) + sum(plan.files[f].size for f in plan.copied_files) + SMALL_FILES
+        index = sum(len(t.name) + 48 for s in plan.shards for t in s.tensors)  # a line per tensor, 185k on a Hy3
+        need = sum(s.size for s in to_build) + sum(plan.files[f].size for f in plan.copied_files) + SMALL_FILES + index
         return room(self.tmp or self.dst.parent, need, what="the derivative")
 
     def check_room(self, plan: Plan, to_build: list[ShardPlan]) -> None:
