@@ -1,5 +1,6 @@
-"""Nemotron 3 Super as published (nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 and -NVFP4): config.json values and
-the tensor list, for header-only plans of the real layout at TP 3 and 6.
+"""Nemotron 3 Super as published (nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 and -NVFP4), Nemotron 3 Ultra and the
+dense Nemotron-H 47B / 56B: config.json values and the tensor list, for header-only plans of the real layouts at TP 3
+and 6.
 
 Where the facts come from (stored public copies only; the Hub files could not be read offline):
 - config.json: a public C++ test transcribes the -NVFP4 release's config.json (commit 4f0cf9da) key by key; a Python
@@ -66,6 +67,27 @@ ULTRA = {**{k: v for k, v in SUPER.items() if k != "hybrid_override_pattern" and
          "mtp_layers_block_type": ["attention", "moe"], "num_attention_heads": 64, "mamba_num_heads": 256,
          "intermediate_size": 5120, "moe_intermediate_size": 5120, "moe_shared_expert_intermediate_size": 10240,
          "moe_latent_size": 2048}
+# The dense Nemotron-H base models (nvidia/Nemotron-H-47B-Base-8K, its -Reasoning-128K, nvidia/Nemotron-H-56B-Base-8K):
+# Mamba2, attention and relu2 MLP blocks, no MoE, no MTP. From public copies: Megatron-Bridge's NemotronHModelProvider47B
+# / 56B (its functional test maps each HF repo to that provider and compares the configs), Megatron-LM's 47B-Reasoning
+# conversion script (--kv-channels 128 --num-query-groups 8 --mamba-head-dim 64 --mamba-num-heads 256
+# --mamba-num-groups 8 --mamba-state-dim 256) and a config parser's test quoting the 56B config.json keys
+# (attention_head_dim 128, not head_dim; num_key_value_heads 8; intermediate_size 32768; ssm_state_size 256;
+# chunk_size 128). hidden 8192, 64 heads / 8 kv of 128, Mamba2 256 heads of 64 in 8 groups, conv 4; MLP 30720 (47B)
+# and 32768 (56B); vocab 131072. The two patterns: NeMo's configs and the providers (a public test checks the 56B
+# string's length against num_hidden_layers: 98 and 118 layers).
+_DENSE = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "attention_bias": False,
+          "attention_head_dim": 128, "chunk_size": 128, "conv_kernel": 4, "expand": 2, "hidden_size": 8192,
+          "layer_norm_epsilon": 1e-05, "mamba_head_dim": 64, "mamba_hidden_act": "silu", "mamba_num_heads": 256,
+          "mamba_proj_bias": False, "max_position_embeddings": 8192, "mlp_bias": False, "mlp_hidden_act": "relu2",
+          "n_groups": 8, "num_attention_heads": 64, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+          "ssm_state_size": 256, "tie_word_embeddings": False, "use_bias": False, "use_conv_bias": True,
+          "vocab_size": 131072}
+DENSE_47B = {**_DENSE, "num_hidden_layers": 98, "intermediate_size": 30720, "hybrid_override_pattern":
+             "M-M-M-M-M-M-M-M-M*-M-M-M-M-M-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-M-M---MM---M-M*-M-M-M-M-M-"}
+DENSE_56B = {**_DENSE, "num_hidden_layers": 118, "intermediate_size": 32768, "hybrid_override_pattern":
+             "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
+             "M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"}
 BF16_PARAMETERS = 123_611_012_096  # the -BF16 release's BF16 headers, MTP included
 MTP_PARAMETERS = 2_942_324_736
 
@@ -85,13 +107,14 @@ NVFP4_SHARED_DOWN = 1  # the one NVFP4 matrix outside the routed experts
 
 
 def tensors(cfg: dict, nvfp4: bool = False) -> list[tuple[str, str, tuple[int, ...]]]:
-    """(name, dtype, shape) of every tensor of the -BF16 release, or of the -NVFP4 one."""
+    """(name, dtype, shape) of every tensor of a BF16 release (Mamba2 "M", attention "*", MLP "-", latent MoE "E"
+    blocks), or of Super's -NVFP4 one."""
     h, bf = cfg["hidden_size"], "BF16"
     heads, p, groups, n, k = (cfg["mamba_num_heads"], cfg["mamba_head_dim"], cfg["n_groups"], cfg["ssm_state_size"],
                               cfg["conv_kernel"])
     width, bc = heads * p, groups * n
-    nh, kv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
-    latent, experts = cfg["moe_latent_size"], cfg["n_routed_experts"]
+    nh, kv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg.get("head_dim") or cfg["attention_head_dim"]
+    latent, experts = cfg.get("moe_latent_size"), cfg.get("n_routed_experts")
 
     def linear(name: str, rows: int, cols: int, layer: int | None = None, leaf: str = "", fp4: bool = False) -> list:
         if nvfp4 and fp4:
@@ -112,6 +135,9 @@ def tensors(cfg: dict, nvfp4: bool = False) -> list[tuple[str, str, tuple[int, .
         if kind == "*":
             return (linear(m + "q_proj", nh * hd, h) + linear(m + "k_proj", kv * hd, h) + linear(m + "v_proj", kv * hd, h)
                     + linear(m + "o_proj", h, nh * hd, layer, "o_proj"))
+        if kind == "-":
+            return [(m + "up_proj.weight", bf, (cfg["intermediate_size"], h)),
+                    (m + "down_proj.weight", bf, (h, cfg["intermediate_size"]))]
         out = [(m + "gate.weight", bf, (experts, h)), (m + "gate.e_score_correction_bias", "F32", (experts,))]
         out += linear(m + "fc1_latent_proj", latent, h, layer, "fc1_latent_proj")
         out += linear(m + "fc2_latent_proj", h, latent, layer, "fc2_latent_proj")

@@ -246,3 +246,35 @@ def test_nemotron_3_super_nvfp4_layout_plans(tmp_path):
     assert padded["backbone.layers.*.mixer.in_proj.weight"] == ([rows, 4096], 40)  # 28 FP8 and 12 BF16
     assert padded["backbone.layers.*.mixer.out_proj.weight"] == ([4096, 144 * 64], 40)
     assert not any("weight_scale" in p or "experts.*" in p for p in padded)  # scales copied; experts shard as is
+
+
+# model, tp -> (attention heads, kv heads, mamba groups, mamba heads, dense intermediate) after padding
+DENSE = {("DENSE_47B", 3): (72, 9, 9, 288, 30720), ("DENSE_47B", 6): (96, 12, 12, 384, 30720),
+         ("DENSE_56B", 3): (72, 9, 9, 288, 33024), ("DENSE_56B", 6): (96, 12, 12, 384, 33024)}
+
+
+@pytest.mark.parametrize("model,tp", sorted(DENSE))
+def test_dense_nemotron_h_published_layouts_plan(tmp_path, model, tp):
+    """Nemotron-H 47B and 56B (tests/nemotron_h_real.py: attention_head_dim, no head_dim): 64 heads / 8 kv -> 72 / 9 at
+    TP 3 and 96 / 12 at TP 6 (9 kv heads do not shard at 6), Mamba2 8 groups of 32 heads -> 9 / 12 groups; the 47B's
+    MLP 30720 shards at 3 and 6 as it is, the 56B's 32768 grows to 33024 (86 x 128 per rank at TP 3, 43 x 128 at 6);
+    head_dim written explicitly (128)."""
+    from hubpad.testing import write_checkpoint
+    from tests import nemotron_h_real
+    from tests.helpers import cli
+
+    cfg = getattr(nemotron_h_real, model)
+    src = write_checkpoint(tmp_path / model, cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
+    result = cli("plan", src, "--tp", str(tp), "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    dims = {d["name"]: d["after"] for d in plan["dims"]}
+    assert (dims["attention heads"], dims["kv heads"], dims["mamba groups"], dims["mamba heads"],
+            dims["dense intermediate"]) == DENSE[model, tp]
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    assert plan["config_changes"]["head_dim"] == [None, 128]
+    padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
+    groups, heads = dims["mamba groups"], dims["mamba heads"]
+    assert padded["backbone.layers.*.mixer.in_proj.weight"] == [2 * heads * 64 + 2 * groups * 256 + heads, 8192]
+    assert padded["backbone.layers.*.mixer.q_proj.weight"] == [dims["attention heads"] * 128, 8192]
+    print(f"{model} TP {tp}: {sum(g['bytes_added'] for g in plan['tensors']['padded_groups']) / 1e9:.1f} GB added")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from hubpad.plan.adapters.base import Adapter, Role, one_shared_expert
 from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.heads import HeadShape
 
 _LAYERS = (r"^backbone\.layers\.(\d+)\.", r"^mtp\.layers\.(\d+)\.")
 
@@ -55,6 +56,12 @@ class NemotronHAdapter(Adapter):
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
         one_shared_expert(config)
         return super().intermediate_sizes(config)
+
+    def head_shape(self, config: dict) -> HeadShape:
+        """head_dim as the engines read it: config.json's head_dim, else NemotronHConfig's default 128 (transformers and
+        vLLM alike; not hidden // heads); the dense Nemotron-H releases state it as attention_head_dim, which their
+        remote code read. The derivative states head_dim."""
+        return HeadShape.uniform(int(config.get("head_dim") or config.get("attention_head_dim") or 128))
 
     def serving(self, config: dict) -> dict:
         moe = "E" in _pattern(config)
