@@ -116,10 +116,40 @@ def puzzle_model(config_json: dict, dtype=torch.float64) -> transformers.Nemotro
     return model.eval()
 
 
+# A stand-in for a Puzzle checkpoint's configuration_nemotron_h_puzzle.py (its remote code; the published file was not
+# read offline): what vLLM uses of it, the layer types from block_configs and get_nemotron_h_config_for_layer, a copy
+# of the config with the layer's block (decoder blocks, then the MTP's) laid over it.
+PUZZLE_CONFIG_CLASS = """import copy
+
+from transformers import NemotronHConfig
+
+
+class NemotronHPuzzleConfig(NemotronHConfig):
+    model_type = "nemotron_h_puzzle"
+
+    def __init__(self, block_configs=None, mtp_block_configs=None, **kwargs):
+        self.block_configs = list(block_configs or [])
+        self.mtp_block_configs = list(mtp_block_configs or [])
+        if self.block_configs:
+            kwargs["layers_block_type"] = [b["block_type"] for b in self.block_configs]
+        if self.mtp_block_configs:
+            kwargs["mtp_layers_block_type"] = [b["block_type"] for b in self.mtp_block_configs]
+        super().__init__(**kwargs)
+
+    def get_nemotron_h_config_for_layer(self, layer_idx):
+        layer = copy.copy(self)
+        for key, value in (self.block_configs + self.mtp_block_configs)[layer_idx].items():
+            if key != "block_type":
+                setattr(layer, key, value)
+        return layer
+"""
+
+
 def build_puzzle(path, seed: int = 0, dtype=torch.float64, mtp: bool = False, blocks: list[dict] | None = None,
-                 **over) -> dict:
+                 remote_code: bool = False, **over) -> dict:
     """Save a tiny Puzzle in the published layout under `path` (`model.*` names, per-expert experts, block_configs
-    and, with `mtp`, mtp_block_configs and `mtp.layers.{0,1}.*` with the MTP MoE's own width); returns config.json."""
+    and, with `mtp`, mtp_block_configs and `mtp.layers.{0,1}.*` with the MTP MoE's own width; with `remote_code`, the
+    config class vLLM loads with --trust-remote-code, PUZZLE_CONFIG_CLASS); returns config.json."""
     blocks = blocks or puzzle_blocks()
     pattern = "".join({v: k for k, v in BLOCK_TYPES.items()}[b["block_type"]] for b in blocks)
     config_json = {**TINY, **over, "architectures": ["NemotronHPuzzleForCausalLM"], "model_type": "nemotron_h_puzzle",
@@ -140,6 +170,9 @@ def build_puzzle(path, seed: int = 0, dtype=torch.float64, mtp: bool = False, bl
                            mtp_block_configs=[{"block_type": "attention"}, {"block_type": "moe", **PUZZLE_MTP_MOE}])
     path.mkdir(parents=True, exist_ok=True)
     save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
+    if remote_code:
+        (path / "configuration_nemotron_h_puzzle.py").write_text(PUZZLE_CONFIG_CLASS)
+        config_json["auto_map"] = {"AutoConfig": "configuration_nemotron_h_puzzle.NemotronHPuzzleConfig"}
     (path / "config.json").write_text(json.dumps(config_json, indent=2))
     return config_json
 

@@ -122,9 +122,13 @@ class NemotronHPuzzleAdapter(NemotronHAdapter):
                 for group, w in _groups(config, kind, block_type, key).items()}
 
     def serving(self, config: dict) -> dict:
+        """Nemotron 3's flags, and --trust-remote-code: vLLM has no config class of its own for nemotron_h_puzzle and
+        reads each layer's config from the checkpoint's (get_nemotron_h_config_for_layer)."""
         out = super().serving(config)
-        features = ["arch:NemotronHPuzzleForCausalLM" if f == "arch:NemotronHForCausalLM" else f
-                    for f in out["vllm_features"]]
+        rename = {"arch:NemotronHForCausalLM": "arch:NemotronHPuzzleForCausalLM",
+                  "spec:nemotron_h_mtp": "spec:nemotron_h_puzzle_mtp"}
+        features = [rename.get(f, f) for f in out["vllm_features"]]
+        features += ["puzzle:mlp_widths"] if "-" in _pattern(config) else []
         return {**out, "vllm_features": features, "extra_args": ["--trust-remote-code"]}
 
 
