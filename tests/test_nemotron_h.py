@@ -185,6 +185,19 @@ def test_two_shared_experts_are_refused(tmp_path):
         make_plan(LocalSource(src), 3)
 
 
+def _published_plan(tmp_path, model: str, tp: int) -> tuple[dict, dict]:
+    """`hubpad plan --json` of a published layout (tests/nemotron_h_real.py, header-only): its config and the plan."""
+    from hubpad.testing import write_checkpoint
+    from tests import nemotron_h_real
+    from tests.helpers import cli
+
+    cfg = getattr(nemotron_h_real, model)
+    src = write_checkpoint(tmp_path / model, cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
+    result = cli("plan", src, "--tp", str(tp), "--json")
+    assert result.exit_code == 0, result.output
+    return cfg, json.loads(result.output)
+
+
 # model, tp -> (mamba groups, mamba heads, attention heads, kv heads, expert width, shared expert width) after padding
 PUBLISHED = {("SUPER", 3): (9, 144, 48, 3, 2688, 5376), ("SUPER", 6): (12, 192, 48, 3, 2688, 5376),
              ("ULTRA", 3): (9, 288, 96, 3, 5184, 10368), ("ULTRA", 6): (12, 384, 96, 3, 5376, 10752)}
@@ -196,15 +209,7 @@ def test_nemotron_3_published_layouts_plan(tmp_path, model, tp):
     (of 16 / 32 heads) -> 9 at TP 3, 12 at TP 6; attention 32 / 2 -> 48 / 3 and 64 / 2 -> 96 / 3 at both; Super's
     experts (2688, shared 5376) shard as they are, Ultra's 5120 / 10240 grow to whole per-rank tiles (64 for routed
     experts, 128 for the shared one); MTP padded, and left out of the card (hidden % tp != 0)."""
-    from hubpad.testing import write_checkpoint
-    from tests import nemotron_h_real
-    from tests.helpers import cli
-
-    cfg = getattr(nemotron_h_real, model)
-    src = write_checkpoint(tmp_path / model, cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
-    result = cli("plan", src, "--tp", str(tp), "--json")
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    cfg, plan = _published_plan(tmp_path, model, tp)
     dims = {d["name"]: d["after"] for d in plan["dims"]}
     assert (dims["mamba groups"], dims["mamba heads"], dims["attention heads"], dims["kv heads"],
             dims["expert intermediate"], dims["shared intermediate"]) == PUBLISHED[model, tp]
@@ -259,15 +264,7 @@ def test_dense_nemotron_h_published_layouts_plan(tmp_path, model, tp):
     TP 3 and 96 / 12 at TP 6 (9 kv heads do not shard at 6), Mamba2 8 groups of 32 heads -> 9 / 12 groups; the 47B's
     MLP 30720 shards at 3 and 6 as it is, the 56B's 32768 grows to 33024 (86 x 128 per rank at TP 3, 43 x 128 at 6);
     head_dim written explicitly (128)."""
-    from hubpad.testing import write_checkpoint
-    from tests import nemotron_h_real
-    from tests.helpers import cli
-
-    cfg = getattr(nemotron_h_real, model)
-    src = write_checkpoint(tmp_path / model, cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
-    result = cli("plan", src, "--tp", str(tp), "--json")
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    cfg, plan = _published_plan(tmp_path, model, tp)
     dims = {d["name"]: d["after"] for d in plan["dims"]}
     assert (dims["attention heads"], dims["kv heads"], dims["mamba groups"], dims["mamba heads"],
             dims["dense intermediate"]) == DENSE[model, tp]
@@ -341,15 +338,7 @@ def test_nemotron_puzzle_published_layout_plans(tmp_path, tp):
     8 groups of 16 heads, state 96 -> 9 / 12 groups); each MoE layer's width to whole 64-wide tiles per rank (1280 ->
     1344 at TP 3: 448 = 7 x 64; 1536 and 2688 shard as they are), written into its block; MTP padded, left off the card
     (hidden 4096); the shared expert (5376) and routing copied."""
-    from hubpad.testing import write_checkpoint
-    from tests import nemotron_h_real
-    from tests.helpers import cli
-
-    cfg = nemotron_h_real.PUZZLE
-    src = write_checkpoint(tmp_path / "Puzzle", cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
-    result = cli("plan", src, "--tp", str(tp), "--json")
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    _, plan = _published_plan(tmp_path, "PUZZLE", tp)
     dims = {d["name"]: d["after"] for d in plan["dims"]}
     assert (dims["attention heads"], dims["kv heads"], dims["mamba groups"], dims["mamba heads"]) == (
         (48, 3, 9, 144) if tp == 3 else (48, 3, 12, 192))
