@@ -16,6 +16,13 @@ Published names (transformers writes and reads them, and vLLM maps `backbone.` t
 
 vLLM's NemotronHMTP projects [embedding | hidden] with a ColumnParallelLinear eh_proj to the hidden size, so MTP
 speculative decoding needs hidden_size % TP == 0 (Super: 4096, not at TP 3 or 6): the card leaves it out there.
+
+The Nemotron-H Puzzle (`nemotron_h_puzzle`, NemotronHPuzzleForCausalLM, Nemotron-Labs-3-Puzzle-75B-A9B) is the same
+stack whose layers state configs of their own (`block_configs`, the MTP's `mtp_block_configs`): vLLM builds each MoE,
+attention and MLP layer from the checkpoint's get_nemotron_h_config_for_layer (block i over config.json; its config
+class is remote code) and every Mamba2 layer from config.json. Its MoE layers have expert widths of their own, padded
+per width (adapters/layer_widths.py) and written back into their blocks; any other per-block key that would change a
+sharded shape is refused. Published under `model.` (vLLM maps `backbone.` alike: both are read).
 """
 
 from __future__ import annotations
