@@ -162,6 +162,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
+    new_inter = inputs.adapter.tied_intermediate(inputs.text, new_inter)
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
     dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text))
     tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant)
@@ -172,6 +173,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     vocab = _vocab(inputs, tp)
     new_config = {**_new_config(inputs.config, dims, inputs.adapter), **relabelled_config_keys(relabelled)}
     new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
+    inputs.adapter.check_derivative(inputs.adapter.dims_config(new_config), tp)
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,

@@ -1,0 +1,47 @@
+"""The GQA families with config quirks (issue 33): each tiny transformers model (tests/gqa_models.py, the published
+tensor names and config form) padded at TP 3 and 6 with `hubpad mirror`, checked with `hubpad verify`, and its
+float64 logits compared with the original's through the same transformers class.
+
+Tiny geometry 4 heads / 2 kv, head_dim 8: 6 / 3 at TP 3 and 6 (kv heads replicated at TP 6). Every derivative writes head_dim (vLLM's
+ERNIE-4.5, EXAONE and Cohere classes and transformers' Cohere2Config fall back to hidden_size // heads without it).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tests.gqa_models import FAMILIES, build, logits  # noqa: E402
+from tests.helpers import mirror_and_verify  # noqa: E402
+
+REL_TOL = 1e-12
+HEADS = {3: (6, 3), 6: (6, 3)}  # TP 6: kv 3 replicated twice
+# Laguna's layers of 4 / 6 / 4 heads over 2 kv: at TP 6 the 6-head layers' 9 (over 3 kv) would not divide, so whole
+# kv groups go on to 12 / 18 / 12 heads over 6 kv
+OWN_HEADS = {("laguna", 6): (12, 6)}
+PER_LAYER = {("laguna", 3): [6, 9, 6], ("laguna", 6): [12, 18, 12]}
+
+
+@pytest.mark.parametrize("tp", sorted(HEADS))
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_padded_family_gives_identical_logits(tmp_path, family, tp):
+    src, dst = tmp_path / "upstream", tmp_path / "padded"
+    build(family, src)
+    mirror_and_verify(src, dst, tp)
+    cfg = json.loads((dst / "config.json").read_text())
+    heads, kv = OWN_HEADS.get((family, tp), HEADS[tp])
+    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]) == (heads, kv, 8)
+    a, _ = logits(src, family)
+    b, model = logits(dst, family)
+    attn = model.model.layers[0].self_attn
+    assert attn.q_proj.out_features == heads * 8 and attn.k_proj.out_features == kv * 8
+    if (family, tp) in PER_LAYER:  # every entry of the per-layer list padded, and transformers builds each
+        assert cfg["num_attention_heads_per_layer"] == PER_LAYER[family, tp]
+        assert [lay.self_attn.q_proj.out_features // 8 for lay in model.model.layers] == PER_LAYER[family, tp]
+    delta = (a - b).abs().max().item()
+    print(f"{family} tp{tp}: max |Δ| = {delta}")
+    assert delta <= REL_TOL * a.abs().max().item()
