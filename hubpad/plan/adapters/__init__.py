@@ -28,12 +28,12 @@ from hubpad.plan.adapters.laguna import LAGUNA
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.longcat import LONGCAT_FLASH
 from hubpad.plan.adapters.mimo import MIMO_V2
-from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3
+from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3, MINIMAX_M3_TEXT
 from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL
 from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL
 from hubpad.plan.adapters.mixtral import MIXTRAL
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
-from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP
+from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP, QWEN4_EXP_TEXT
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
 from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
 from hubpad.plan.adapters.step3p7 import STEP3P7
@@ -47,7 +47,8 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
                            HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
                            GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, STEP3P7, ERNIE45_MOE,
-                           EXAONE4, EXAONE_MOE, COHERE2, COHERE2_MOE, AFMOE, LAGUNA]
+                           EXAONE4, EXAONE_MOE, COHERE2, COHERE2_MOE, AFMOE, LAGUNA,
+                           MINIMAX_M3_TEXT, QWEN4_EXP_TEXT]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
