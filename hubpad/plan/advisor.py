@@ -239,7 +239,7 @@ def _flops(s: Survey, h2: int, kv2: int, new_inter: dict[str, int]) -> tuple[tup
         role, lay = by_id[(rid, lid)]
         out2, in2 = padded_features(role, lay, s.shape.geometry, h2, kv2, new_inter)
         weight = count * (top_k / n_exp if routed and n_exp else 1)
-        acc = attn if role.kind in ("q", "kv", "o") else mlp
+        acc = attn if role.kind in ("q", "kv", "o", "qkv") else mlp
         acc[0] += weight * lay.out_features * lay.in_features
         acc[1] += weight * out2 * in2
     if s.modules.fused and n_exp:  # fused 3-D experts: [E, ...] each, a share top_k / E of the tokens

@@ -8,6 +8,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.util.text import short
 from hubpad.plan.adapters.afmoe import AFMOE
+from hubpad.plan.adapters.bailing import BAILING_MOE
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.adapters.cohere import COHERE2, COHERE2_MOE
 from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft, speculators_adapter
@@ -48,7 +49,7 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
                            GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, STEP3P7, ERNIE45_MOE,
                            EXAONE4, EXAONE_MOE, COHERE2, COHERE2_MOE, AFMOE, LAGUNA,
-                           MINIMAX_M3_TEXT, QWEN4_EXP_TEXT]
+                           MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

@@ -26,7 +26,8 @@ L = r"^model\.layers\.(\d+)\."
 class Role:
     """What padding does to a linear layer.
 
-    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads),
+    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads), "qkv" (rows = a fused
+    [q | k | v] of attention then kv heads, each section padded at its end: plan/sections.py),
     "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched). For the head kinds,
     `group` names the per-head width (HeadShape.widths) when it is not the kind's own, as MLA's kv_b_proj.
     """
