@@ -129,17 +129,19 @@ FAMILIES: dict[str, Family] = {
 }
 
 # The GQA families with config quirks (issue 33; adapters ernie.py, exaone.py, cohere.py, afmoe.py, laguna.py): 4 heads
-# / 2 kv of 32 (6 / 3 at TP 3; at TP 6 the kv heads are replicated), experts 64 wide, one dense first layer. Cohere2
-# keeps hidden // heads = head_dim (as Command A) and its tied embedding (vLLM's CohereForCausalLM reads only that).
+# / 2 kv of 32 (6 / 3 at TP 3; at TP 6 the kv heads are replicated), experts 64 wide, one dense first layer. ERNIE and
+# Cohere2 have no head_dim key, as published (hidden // heads = 32), and Cohere2 its tied embedding (vLLM's
+# CohereForCausalLM reads only that).
 _QUIRKS = dict(GQA, intermediate_size=256)
 FAMILIES.update({
     "ernie4_5_moe": Family("ernie4_5_moe", dict(_QUIRKS, moe_num_experts=4, moe_k=2, moe_intermediate_size=64,
-                                                moe_num_shared_experts=1, moe_layer_start_index=1)),
+                                                moe_num_shared_experts=1, moe_layer_start_index=1),
+                           drop_keys=("head_dim",)),  # as published: the classes fall back to hidden // heads
     "exaone4": Family("exaone4", dict(_QUIRKS, sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
     "exaone_moe": Family("exaone_moe", dict(_QUIRKS, **MOE, num_experts=4, num_shared_experts=1, first_k_dense_replace=1,
                                             sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
-    "cohere2": Family("cohere2", dict(_QUIRKS, head_dim=None, sliding_window=16, tie_word_embeddings=True,
-                                      layer_types=["sliding_attention", "full_attention"])),
+    "cohere2": Family("cohere2", dict(_QUIRKS, sliding_window=16, tie_word_embeddings=True,
+                                      layer_types=["sliding_attention", "full_attention"]), drop_keys=("head_dim",)),
     "cohere2_moe": Family("cohere2_moe", dict(_QUIRKS, intermediate_size=64, num_experts=4, num_experts_per_tok=2,
                                               num_shared_experts=1, sliding_window=16, tie_word_embeddings=True,
                                               layer_types=["sliding_attention", "full_attention"])),

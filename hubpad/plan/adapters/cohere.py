@@ -28,7 +28,8 @@ from hubpad.plan.dims import kv_per_rank
 
 class CohereAdapter(Adapter):
     """The Command tool-call and reasoning parsers (vLLM's cohere_command3 for Command A: `<|START_ACTION|>` tool calls
-    and `<|START_THINKING|>` reasoning; they need the cohere-melody package in vLLM's environment)."""
+    and `<|START_THINKING|>` reasoning; they need the cohere-melody package in vLLM's environment). Cohere2 derivatives
+    need vLLM 0.29.0 or newer: commandr.py took head_dim = hidden_size // heads before (vllm.py)."""
 
     def check_derivative(self, config: dict, tp: int) -> None:
         heads, kv = int(config.get("num_attention_heads") or 0), int(config.get("num_key_value_heads") or 0)
@@ -45,8 +46,9 @@ class CohereAdapter(Adapter):
         return out
 
     def serving(self, config: dict) -> dict:
-        arch = (config.get("architectures") or ["Cohere2ForCausalLM"])[0]
-        return serving(tool="cohere_command3", reasoning="cohere_command3", features=(f"arch:{arch}",))
+        moe = self.name == "cohere2_moe"
+        return serving(tool="cohere_command3", reasoning="cohere_command3",
+                       features=("arch:Cohere2MoeForCausalLM" if moe else "head_dim:cohere",))
 
 
 COHERE2 = CohereAdapter(
