@@ -40,15 +40,16 @@ from hubpad.plan.heads import HeadShape
 
 _ATTENTION = {"q": Role("q"), "k": Role("kv"), "v": Role("kv"), "o": Role("o"), "g": Role("q", "g")}
 _GROUP = {"mlp": "dense", "share_expert": "shared", "moe": "expert"}
-_LINEAR = ([(L + rf"{m}\.(gate_proj|up_proj)$", Role("rows", g)) for m, g in _GROUP.items()]
+STEP_MLP = ([(L + rf"{m}\.(gate_proj|up_proj)$", Role("rows", g)) for m, g in _GROUP.items()]
            + [(L + rf"{m}\.down_proj$", Role("cols", g)) for m, g in _GROUP.items()])
-_TOWER = r"^(vision_model\.|vit_large_projector$)"
+STEP_TOWER = r"^(vision_model\.|vit_large_projector$)"
 # q_norm / k_norm span one head's head_dim (shared by every head); the MoE router and its bias; MTP layers' own
 # modules (model.layers.N for N >= num_hidden_layers: vLLM's Step3p5MTP).
 _OWN_MODULES = [L + r"self_attn\.(q_norm|k_norm)$", L + r"moe\.gate$",
-                L + r"(enorm|hnorm|eh_proj|shared_head\.norm|shared_head\.output)$", _TOWER]
+                L + r"(enorm|hnorm|eh_proj|shared_head\.norm|shared_head\.output)$", STEP_TOWER]
 _OWN_PARAMS = [L + r"moe\.router_bias$", r"^vision_model\..*$"]
-_INTER = {"dense": ("intermediate_size",), "shared": ("share_expert_dim",), "expert": ("moe_intermediate_size",)}
+STEP_INTER = {"dense": ("intermediate_size",), "shared": ("share_expert_dim",),
+              "expert": ("moe_intermediate_size",)}
 
 
 def layer_types(text: dict) -> list[str]:
@@ -171,7 +172,7 @@ class Step3p7Adapter(Adapter):
 
 
 STEP3P7 = Step3p7Adapter(
-    name="step3p7", model_types=("step3p7",), linear_patterns=_LINEAR,
-    copy_modules=COPY_MODULES + _OWN_MODULES, copy_params=COPY_PARAMS + _OWN_PARAMS, intermediate_keys=_INTER,
+    name="step3p7", model_types=("step3p7",), linear_patterns=STEP_MLP,
+    copy_modules=COPY_MODULES + _OWN_MODULES, copy_params=COPY_PARAMS + _OWN_PARAMS, intermediate_keys=STEP_INTER,
     text_config="text_config", tp_at_most_experts=True,
 )
