@@ -36,6 +36,8 @@ FAMILIES: dict[str, tuple[str, dict, dict]] = {
                                      layer_types=["sliding_attention", "sliding_attention", "full_attention"]), {}),
     "cohere2": ("Cohere2", dict(ATTN, num_hidden_layers=4, intermediate_size=48, sliding_window=4,
                                 layer_norm_eps=1e-5, logit_scale=0.25), {}),
+    "cohere": ("Cohere", dict(ATTN, num_hidden_layers=2, intermediate_size=48, use_qk_norm=True, layer_norm_eps=1e-5,
+                              logit_scale=0.25), {}),
     "cohere2_moe": ("Cohere2Moe", dict(ATTN, num_hidden_layers=3, intermediate_size=16, num_experts=6,
                                        num_experts_per_tok=2, num_shared_experts=1, sliding_window=4,
                                        shared_expert_combination_strategy="sum",

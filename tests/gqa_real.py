@@ -19,7 +19,9 @@ family, which vLLM's classes read):
   head_dim 128, intermediate 18432, 128 experts of 2048 top-8, one shared expert, the first layer dense, vocab 153600.
   48 layers (what 236B total gives) and one MTP layer: unconfirmed.
 - CohereLabs/c4ai-command-a-03-2025 (Command A, 111B): hidden 12288, intermediate 36864, 96 heads / 8 kv (no head_dim
-  key), 64 layers, vocab 256000, tied embedding: recalled, NOT confirmed offline.
+  key), 64 layers, vocab 256000, tied embedding: recalled, NOT confirmed offline. Likewise Command R+ (104B: hidden
+  12288, 96 heads / 8 kv with per-head q/k LayerNorms, intermediate 33792, 64 layers) and Command R (35B: hidden 8192,
+  64 heads, all kv, intermediate 22528, 40 layers).
 - arcee-ai/Trinity-Large-* and Trinity-Mini: an AWS Neuron port's test copies (Nano's full config, Mini's and Large's
   overrides): Large hidden 3072, 48 heads / 8 kv, head_dim 128, 60 layers (6 dense), intermediate 12288, 256 experts of
   3072 top-4, one shared expert, vocab 200192; Mini hidden 2048, 32 heads / 4 kv, 32 layers (2 dense), intermediate
@@ -71,6 +73,16 @@ COMMAND_A = {
     "num_attention_heads": 96, "num_key_value_heads": 8, "num_hidden_layers": 64, "vocab_size": 256000,
     "sliding_window": 4096, "sliding_window_pattern": 4, "logit_scale": 0.25, "tie_word_embeddings": True,
 }
+COMMAND_R_PLUS = {
+    "architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": 12288, "intermediate_size": 33792,
+    "num_attention_heads": 96, "num_key_value_heads": 8, "num_hidden_layers": 64, "vocab_size": 256000,
+    "use_qk_norm": True, "logit_scale": 0.8333333333333334, "tie_word_embeddings": True,
+}
+COMMAND_R = {
+    "architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": 8192, "intermediate_size": 22528,
+    "num_attention_heads": 64, "num_key_value_heads": 64, "num_hidden_layers": 40, "vocab_size": 256000,
+    "use_qk_norm": False, "logit_scale": 0.0625, "tie_word_embeddings": True,
+}
 _TRINITY = {"architectures": ["AfmoeForCausalLM"], "model_type": "afmoe", "head_dim": 128, "vocab_size": 200192,
             "num_shared_experts": 1, "n_group": 1, "topk_group": 1, "score_func": "sigmoid", "route_norm": True,
             "route_scale": 2.826, "mup_enabled": True, "global_attn_every_n_layers": 4, "tie_word_embeddings": False}
@@ -95,7 +107,8 @@ LAGUNA_XS2 = {
 
 REAL = {"baidu/ERNIE-4.5-300B-A47B-PT": ERNIE_300B, "baidu/ERNIE-4.5-21B-A3B-PT": ERNIE_21B,
         "LGAI-EXAONE/EXAONE-4.0-32B": EXAONE4_32B, "LGAI-EXAONE/K-EXAONE-236B-A23B": K_EXAONE,
-        "CohereLabs/c4ai-command-a-03-2025": COMMAND_A, "arcee-ai/Trinity-Large-Thinking": TRINITY_LARGE,
+        "CohereLabs/c4ai-command-a-03-2025": COMMAND_A, "CohereLabs/c4ai-command-r-plus": COMMAND_R_PLUS,
+        "CohereLabs/c4ai-command-r-v01": COMMAND_R, "arcee-ai/Trinity-Large-Thinking": TRINITY_LARGE,
         "arcee-ai/Trinity-Mini": TRINITY_MINI, "poolside/laguna-XS.2": LAGUNA_XS2}
 
 
@@ -108,6 +121,8 @@ def _attention(p: str, c: dict, heads: int) -> list:
         out += [(p + "self_attn.q_norm.weight", BF, (hd,)), (p + "self_attn.k_norm.weight", BF, (hd,))]
     if c["model_type"] == "afmoe":
         out.append((p + "self_attn.gate_proj.weight", BF, (heads * hd, h)))
+    if c.get("use_qk_norm") and c["model_type"] == "cohere":  # one LayerNorm row per head
+        out += [(p + "self_attn.q_norm.weight", BF, (heads, hd)), (p + "self_attn.k_norm.weight", BF, (kv, hd))]
     if c["model_type"] == "laguna":
         out.append((p + "self_attn.g_proj.weight", BF, (heads, h)))
     return out
@@ -120,7 +135,7 @@ def _mlp(p: str, width: int, h: int) -> list:
 
 def _norms(p: str, c: dict) -> list:
     h, t = c["hidden_size"], c["model_type"]
-    names = {"exaone4": ("post_attention_layernorm", "post_feedforward_layernorm"), "cohere2": ("input_layernorm",),
+    names = {"exaone4": ("post_attention_layernorm", "post_feedforward_layernorm"), "cohere2": ("input_layernorm",), "cohere": ("input_layernorm",),
              "afmoe": ("input_layernorm", "post_attention_layernorm", "pre_mlp_layernorm", "post_mlp_layernorm")}
     return [(p + n + ".weight", BF, (h,)) for n in names.get(t, ("input_layernorm", "post_attention_layernorm"))]
 

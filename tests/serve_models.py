@@ -142,6 +142,7 @@ FAMILIES.update({
                                             sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
     "cohere2": Family("cohere2", dict(_QUIRKS, sliding_window=16, tie_word_embeddings=True,
                                       layer_types=["sliding_attention", "full_attention"]), drop_keys=("head_dim",)),
+    "cohere": Family("cohere", dict(_QUIRKS, use_qk_norm=True, tie_word_embeddings=True), drop_keys=("head_dim",)),
     "cohere2_moe": Family("cohere2_moe", dict(_QUIRKS, intermediate_size=64, num_experts=4, num_experts_per_tok=2,
                                               num_shared_experts=1, sliding_window=16, tie_word_embeddings=True,
                                               layer_types=["sliding_attention", "full_attention"])),

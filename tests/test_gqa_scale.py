@@ -33,6 +33,14 @@ CASES = {
                                                    intermediate_size=36864),
     ("CohereLabs/c4ai-command-a-03-2025", 6): dict(num_attention_heads=144, num_key_value_heads=12, head_dim=128,
                                                    intermediate_size=36864),
+    ("CohereLabs/c4ai-command-r-plus", 3): dict(num_attention_heads=108, num_key_value_heads=9, head_dim=128,
+                                                intermediate_size=33792),
+    ("CohereLabs/c4ai-command-r-plus", 6): dict(num_attention_heads=144, num_key_value_heads=12, head_dim=128,
+                                                intermediate_size=33792),
+    ("CohereLabs/c4ai-command-r-v01", 3): dict(num_attention_heads=66, num_key_value_heads=66, head_dim=128,
+                                               intermediate_size=22656),
+    ("CohereLabs/c4ai-command-r-v01", 6): dict(num_attention_heads=66, num_key_value_heads=66, head_dim=128,
+                                               intermediate_size=23040),
     ("arcee-ai/Trinity-Large-Thinking", 3): dict(num_attention_heads=54, num_key_value_heads=9,
                                                  moe_intermediate_size=3072, intermediate_size=12288),
     ("arcee-ai/Trinity-Large-Thinking", 6): dict(num_attention_heads=72, num_key_value_heads=12,
@@ -70,5 +78,8 @@ def test_published_layout_plans(tmp_path, name, tp):
                                                          for t in cfg["layer_types"]]
         assert rows["q_proj rows (64-head layers)"]["per_rank"] == sliding // tp * 128
         assert rows["g_proj rows (64-head layers)"]["per_rank"] == sliding // tp
+    if name == "CohereLabs/c4ai-command-r-plus":  # its per-head q/k LayerNorm rows shard with the heads
+        assert rows["q_norm rows"]["per_rank"] == CASES[name, tp]["num_attention_heads"] // tp
+        assert rows["k_norm rows"]["per_rank"] == CASES[name, tp]["num_key_value_heads"] // tp
     print(name, tp, {k: new[k] for k in sorted(new) if not isinstance(new[k], (list, dict))},
           plan.get("extra_bytes") or plan.get("bytes_added"))

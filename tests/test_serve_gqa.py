@@ -20,6 +20,7 @@ CASES = [
     pytest.param("exaone4", 3, id="exaone4-tp3"),
     pytest.param("exaone4", 6, id="exaone4-tp6"),
     pytest.param("cohere2", 3, id="cohere2-tp3"),
+    pytest.param("cohere", 3, id="cohere-tp3"),  # Command R+'s per-head q/k LayerNorm rows, sharded by heads
     pytest.param("ernie4_5_moe", 3, id="ernie4_5_moe-tp3"),
     pytest.param("exaone_moe", 3, id="exaone_moe-tp3"),
     pytest.param("cohere2_moe", 3, id="cohere2_moe-tp3"),

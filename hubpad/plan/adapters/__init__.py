@@ -10,7 +10,7 @@ from hubpad.util.text import short
 from hubpad.plan.adapters.afmoe import AFMOE
 from hubpad.plan.adapters.bailing import BAILING_MOE
 from hubpad.plan.adapters.base import COPY, Adapter, Role
-from hubpad.plan.adapters.cohere import COHERE2, COHERE2_MOE
+from hubpad.plan.adapters.cohere import COHERE, COHERE2, COHERE2_MOE
 from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft, speculators_adapter
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
 from hubpad.plan.adapters.dsa import DEEPSEEK_V32, GLM_MOE_DSA
@@ -49,7 +49,7 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
                            HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
                            GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, STEP3P7, ERNIE45_MOE,
-                           EXAONE4, EXAONE_MOE, COHERE2, COHERE2_MOE, AFMOE, LAGUNA,
+                           EXAONE4, EXAONE_MOE, COHERE, COHERE2, COHERE2_MOE, AFMOE, LAGUNA,
                            MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE,
                            STEP3_TEXT, STEP3_VL]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).

@@ -1,7 +1,8 @@
 """Cohere2 (`cohere2`, Cohere2ForCausalLM: Command A, Command R7B; vLLM serves it with commandr.py's
-CohereForCausalLM) and Cohere2-MoE (`cohere2_moe`, Cohere2MoeForCausalLM): Llama attention names, one LayerNorm per
-layer feeding attention and MLP in parallel, the embedding tied to the head (logits scaled by logit_scale), sliding
-layers with RoPE and global layers without.
+CohereForCausalLM), Cohere (`cohere`: Command R / R+, the same class; R+ with per-head q/k LayerNorms of shape
+[heads, head_dim], padded by heads) and Cohere2-MoE (`cohere2_moe`, Cohere2MoeForCausalLM): Llama attention names,
+one LayerNorm per layer feeding attention and MLP in parallel, the embedding tied to the head (logits scaled by
+logit_scale), sliding layers with RoPE and global layers without.
 
 Two config quirks, both read in the sources:
 - vLLM's CohereAttention (and Cohere2MoeAttention) set num_heads = num_attention_heads // tp and never check the
@@ -20,10 +21,13 @@ dense layers keep their own padded width in both engines).
 
 from __future__ import annotations
 
+import dataclasses
+
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, ROUTERS, Adapter, L, Role)
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.dims import kv_per_rank
+from hubpad.plan.heads import HeadShape
 
 
 class CohereAdapter(Adapter):
@@ -45,11 +49,29 @@ class CohereAdapter(Adapter):
             out["dense"] = (("prefix_dense_intermediate_size",), int(config["intermediate_size"]))
         return out
 
+    def head_shape(self, config: dict) -> HeadShape:
+        """Command R+'s q/k LayerNorms hold one row of head_dim weights per head ([heads, head_dim], [kv, head_dim]),
+        which vLLM's row-parallel loader shards by heads: rows per head 1, unquantized (any number per rank)."""
+        shape = super().head_shape(config)
+        return dataclasses.replace(shape, widths={**shape.widths, "q_norm": 1, "k_norm": 1},
+                                   labels={**shape.labels, "q_norm": "q_norm rows", "k_norm": "k_norm rows"},
+                                   per_kv=("kv", "k_norm"), gates=frozenset({"q_norm", "k_norm"}))
+
     def serving(self, config: dict) -> dict:
+        if self.name == "cohere":  # Command R / R+: their tool-call format is neither command3's nor command4's
+            return serving(features=("head_dim:cohere",))
         moe = self.name == "cohere2_moe"
         return serving(tool="cohere_command3", reasoning="cohere_command3",
                        features=("arch:Cohere2MoeForCausalLM" if moe else "head_dim:cohere",))
 
+
+# Command R / R+ (`cohere`, CohereForCausalLM): the same attention class; R+ adds per-head q/k LayerNorms
+COHERE = CohereAdapter(
+    name="cohere", model_types=("cohere",),
+    linear_patterns=ATTENTION + [(L + r"self_attn\.q_norm$", Role("q", "q_norm")),
+                                 (L + r"self_attn\.k_norm$", Role("kv", "k_norm"))] + DENSE_MLP,
+    copy_modules=COPY_MODULES, copy_params=COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
+)
 
 COHERE2 = CohereAdapter(
     name="cohere2", model_types=("cohere2",), linear_patterns=ATTENTION + DENSE_MLP,
