@@ -26,6 +26,23 @@ CONFIG = dict(architectures=["BailingMoeV2ForCausalLM"], model_type="bailing_moe
               max_position_embeddings=256, tie_word_embeddings=False, n_group=1, topk_group=1)
 
 
+def random_tensors(seed: int, dtype):
+    """rand(*shape, mean=0.0): seeded normal tensors of standard deviation 0.3 (norm weights around 1), in `dtype`."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(*shape, mean=0.0):
+        return (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.3 + mean).to(dtype)
+    return rand
+
+
+def save(path, tensors: dict, cfg: dict) -> dict:
+    """Write `tensors` as one safetensors file and `cfg` as config.json under `path`; returns `cfg`."""
+    path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(path / "model.safetensors"), metadata={"format": "pt"})
+    (path / "config.json").write_text(json.dumps(cfg, indent=2))
+    return cfg
+
+
 def _hd(cfg: dict) -> int:
     return cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
 
@@ -33,12 +50,9 @@ def _hd(cfg: dict) -> int:
 def build(path, seed: int = 0, dtype=torch.float64, **over) -> dict:
     """Write a random tiny Ling checkpoint (published names) to `path`; returns its config.json."""
     cfg = {**CONFIG, **over}
-    g = torch.Generator().manual_seed(seed)
+    rand = random_tensors(seed, dtype)
     h, hd, heads, kv = cfg["hidden_size"], _hd(cfg), cfg["num_attention_heads"], cfg["num_key_value_heads"]
     e, moe = cfg["num_experts"], cfg["moe_intermediate_size"]
-
-    def rand(*shape, mean=0.0):
-        return (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.3 + mean).to(dtype)
 
     t = {"model.word_embeddings.weight": rand(cfg["vocab_size"], h), "model.norm.weight": rand(h, mean=1.0),
          "lm_head.weight": rand(cfg["vocab_size"], h)}
@@ -62,10 +76,7 @@ def build(path, seed: int = 0, dtype=torch.float64, **over) -> dict:
             t[p + "mlp.gate.weight"] = rand(e, h)
             if cfg.get("moe_router_enable_expert_bias"):
                 t[p + "mlp.gate.expert_bias"] = rand(e).to(torch.float32) if dtype != torch.float64 else rand(e)
-    path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in t.items()}, str(path / "model.safetensors"), metadata={"format": "pt"})
-    (path / "config.json").write_text(json.dumps(cfg, indent=2))
-    return cfg
+    return save(path, t, cfg)
 
 
 def _rms(x, w, eps):

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
-from tests.bailing_models import _mlp, _rms, _rope
+from tests.bailing_models import _mlp, _rms, _rope, random_tensors, save
 
 CONFIG = dict(architectures=["Step3TextForCausalLM"], model_type="step3_text", hidden_size=32, intermediate_size=48,
               num_attention_heads=4, num_attention_groups=1, num_hidden_layers=3, vocab_size=128, head_dim=8,
@@ -28,13 +28,10 @@ CONFIG = dict(architectures=["Step3TextForCausalLM"], model_type="step3_text", h
 def build(path, seed: int = 0, dtype=torch.float64, **over) -> dict:
     """Write a random tiny Step-3 text checkpoint (published names) to `path`; returns its config.json."""
     cfg = {**CONFIG, **over}
-    g = torch.Generator().manual_seed(seed)
+    rand = random_tensors(seed, dtype)
     h, hd, heads, sq = cfg["hidden_size"], cfg["head_dim"], cfg["num_attention_heads"], cfg["share_q_dim"]
     e, moe = cfg["moe_num_experts"], cfg["moe_intermediate_size"]
     moe_layers = {int(i) for i in cfg["moe_layers_enum"].split(",")}
-
-    def rand(*shape, mean=0.0):
-        return (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.3 + mean).to(dtype)
 
     t = {"model.embed_tokens.weight": rand(cfg["vocab_size"], h), "model.norm.weight": rand(h, mean=1.0),
          "lm_head.weight": rand(cfg["vocab_size"], h)}
@@ -54,10 +51,7 @@ def build(path, seed: int = 0, dtype=torch.float64, **over) -> dict:
             w = cfg["intermediate_size"]
             t.update({p + "mlp.gate_proj.weight": rand(w, h), p + "mlp.up_proj.weight": rand(w, h),
                       p + "mlp.down_proj.weight": rand(h, w)})
-    path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in t.items()}, str(path / "model.safetensors"), metadata={"format": "pt"})
-    (path / "config.json").write_text(json.dumps(cfg, indent=2))
-    return cfg
+    return save(path, t, cfg)
 
 
 def logits(path, ids: torch.Tensor) -> torch.Tensor:

@@ -16,9 +16,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tests.gqa_models import FAMILIES, build, logits  # noqa: E402
-from tests.helpers import mirror_and_verify  # noqa: E402
+from tests.helpers import assert_same_logits, mirror_and_verify  # noqa: E402
 
-REL_TOL = 1e-12
 HEADS = {3: (6, 3), 6: (6, 3)}  # TP 6: kv 3 replicated twice
 # Laguna's layers of 4 / 6 / 4 heads over 2 kv: at TP 6 the 6-head layers' 9 (over 3 kv) would not divide, so whole
 # kv groups go on to 12 / 18 / 12 heads over 6 kv
@@ -42,6 +41,4 @@ def test_padded_family_gives_identical_logits(tmp_path, family, tp):
     if (family, tp) in PER_LAYER:  # every entry of the per-layer list padded, and transformers builds each
         assert cfg["num_attention_heads_per_layer"] == PER_LAYER[family, tp]
         assert [lay.self_attn.q_proj.out_features // 8 for lay in model.model.layers] == PER_LAYER[family, tp]
-    delta = (a - b).abs().max().item()
-    print(f"{family} tp{tp}: max |Δ| = {delta}")
-    assert delta <= REL_TOL * a.abs().max().item()
+    assert_same_logits(a, b, f"{family} tp{tp}")

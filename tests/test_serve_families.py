@@ -41,6 +41,18 @@ CASES = [
     pytest.param("deepseek_v3", 6, id="deepseek_v3-tp6"),
     pytest.param("kimi_k2", 3, id="kimi_k2-tp3"),
     pytest.param("minimax_m2", 3, id="minimax_m2-tp3"),  # q/k rescaled (float32 checkpoint, softmax routing)
+    # the GQA families with config quirks (issue 33, docs/families/gqa-quirks.md): head_dim written where the classes
+    # would take hidden // heads (ERNIE, Cohere), Command R+'s per-head q/k LayerNorm rows, Laguna's per-layer heads
+    pytest.param("ernie4_5_moe", 3, id="ernie4_5_moe-tp3"),
+    pytest.param("exaone4", 3, id="exaone4-tp3"),
+    pytest.param("exaone4", 6, id="exaone4-tp6"),
+    pytest.param("exaone_moe", 3, id="exaone_moe-tp3"),
+    pytest.param("cohere2", 3, id="cohere2-tp3"),
+    pytest.param("cohere", 3, id="cohere-tp3"),
+    pytest.param("cohere2_moe", 3, id="cohere2_moe-tp3"),
+    pytest.param("afmoe", 3, id="afmoe-tp3"),
+    pytest.param("laguna", 3, id="laguna-tp3"),
+    pytest.param("laguna", 6, id="laguna-tp6"),
 ]
 
 

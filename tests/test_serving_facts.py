@@ -188,6 +188,7 @@ def test_gqa_quirk_families_state_their_minimum_vllm():
         (gqa_real.COMMAND_A, "cohere_command3", "cohere_command3", None, "0.29.0", "CohereForCausalLM reading head_dim"),
         (dict(gqa_real.COMMAND_A, model_type="cohere2_moe", architectures=["Cohere2MoeForCausalLM"]),
          "cohere_command3", "cohere_command3", None, "0.21.0", "Cohere2MoeForCausalLM"),
+        (gqa_real.COMMAND_R_PLUS, None, None, None, "0.29.0", "CohereForCausalLM reading head_dim"),
         (gqa_real.TRINITY_LARGE, None, None, None, "0.11.1", "AfmoeForCausalLM"),
         (gqa_real.LAGUNA_XS2, "poolside_v1", "poolside_v1", None, "0.21.0", "LagunaForCausalLM"),
         (bailing_models.CONFIG, None, None, None, "0.11.0", "BailingMoeV2ForCausalLM"),

@@ -18,9 +18,8 @@ from hubpad.plan.adapters.vllm import min_vllm  # noqa: E402
 from hubpad.plan.planner import make_plan  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests import step3_models  # noqa: E402
-from tests.helpers import cli, folder_tensors, mirror_and_verify  # noqa: E402
+from tests.helpers import assert_same_logits, cli, folder_tensors, mirror_and_verify  # noqa: E402
 
-REL_TOL = 1e-12
 
 
 @pytest.mark.parametrize("tp, heads", [(3, 6), (6, 6)])
@@ -38,9 +37,7 @@ def test_step3_pads_exactly(tmp_path, tp, heads):
         assert torch.equal(a[p + name + ".weight"], b[p + name + ".weight"])
     ids = torch.randint(0, 128, (12,), generator=torch.Generator().manual_seed(1))
     before, after = step3_models.logits(src, ids), step3_models.logits(dst, ids)
-    delta = (before - after).abs().max().item()
-    print(f"step3 tp{tp}: max |Δ| = {delta}")
-    assert delta <= REL_TOL * before.abs().max().item()
+    assert_same_logits(before, after, f"step3 tp{tp}")
 
 
 def test_step3_refuses_more_than_one_kv_head(tmp_path):

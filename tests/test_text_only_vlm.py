@@ -21,9 +21,8 @@ transformers = pytest.importorskip("transformers")
 
 from hubpad.plan.adapters import adapter_for  # noqa: E402
 from hubpad.plan.adapters.vllm import min_vllm  # noqa: E402
-from tests.helpers import folder_tensors, mirror_and_verify  # noqa: E402
+from tests.helpers import assert_same_logits, folder_tensors, mirror_and_verify  # noqa: E402
 
-REL_TOL = 1e-12
 
 # family -> (prefix of the language model's `model.` names in the multimodal checkpoint, of lm_head, tower prefixes,
 #            the text-only model_type and architecture)
@@ -120,9 +119,7 @@ def test_text_only_checkpoint_pads_as_its_multimodal_one(tmp_path, family, tp):
     assert all(torch.equal(padded[k], vl_padded[k]) for k in padded)
     a = logits(vl)
     b = logits(multimodal(family, dst, vl, tmp_path / f"back-tp{tp}"))
-    delta = (a - b).abs().max().item()
-    print(f"{family} text-only tp{tp}: max |Δ| = {delta}")
-    assert delta <= REL_TOL * a.abs().max().item()
+    assert_same_logits(a, b, f"{family} text-only tp{tp}")
 
 
 def test_text_only_cards_name_the_causal_lm_class():
