@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from pathlib import Path
 from unittest import mock
 
 import torch
@@ -92,6 +93,35 @@ def float64_throughout(family: str):
     with mock.patch.object(modeling_laguna.LagunaRMSNorm, "forward", rms_norm), \
             mock.patch.object(torch.Tensor, "float", lambda t: t if t.dtype == torch.float64 else widen(t)):
         yield
+
+
+def build_with_mtp(family: str, path, seed: int = 0) -> Path:
+    """`build`, plus one MTP layer in the family's published names (transformers does not save one): ERNIE-4.5's
+    `model.mtp_block.0.*` with `mtp_emb_norm.0`, `mtp_hidden_norm.0`, `mtp_linear_proj.0`; EXAONE MoE's
+    `mtp.layers.0.*` with `mtp.fc`, `mtp.norm` and its two pre-fc norms. The block is a dense decoder layer of random
+    weights (layer 0's names: both families' first layer is dense)."""
+    from safetensors.torch import load_file, save_file
+
+    build(family, path, seed)
+    file = path / "model.safetensors"
+    tensors = load_file(file)
+    h = tensors["model.embed_tokens.weight"].shape[1]
+    g = torch.Generator().manual_seed(seed + 7)
+    block = "model.mtp_block.0." if family == "ernie4_5_moe" else "mtp.layers.0."
+    for name, t in list(tensors.items()):
+        if name.startswith("model.layers.0."):
+            noise = torch.randn(t.shape, generator=g, dtype=torch.float64).to(t.dtype) * 0.3
+            tensors[block + name.removeprefix("model.layers.0.")] = (t + noise).contiguous()
+    norms = (["model.mtp_emb_norm.0", "model.mtp_hidden_norm.0"] if family == "ernie4_5_moe"
+             else ["mtp.norm", "mtp.pre_fc_norm_hidden", "mtp.pre_fc_norm_embedding"])
+    for name in norms:
+        tensors[name + ".weight"] = 1 + 0.3 * torch.randn(h, generator=g, dtype=torch.float64).to(tensors[block + "post_attention_layernorm.weight"].dtype)
+    proj = "model.mtp_linear_proj.0.weight" if family == "ernie4_5_moe" else "mtp.fc.weight"
+    tensors[proj] = (0.3 * torch.randn(h, 2 * h, generator=g, dtype=torch.float64)).to(tensors[block + "self_attn.q_proj.weight"].dtype)
+    save_file(tensors, file, metadata={"format": "pt"})
+    cfg = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**cfg, "num_nextn_predict_layers": 1}, indent=2))
+    return path
 
 
 def logits(path, family: str, ids=None):
