@@ -42,3 +42,23 @@ def test_padded_family_gives_identical_logits(tmp_path, family, tp):
         assert cfg["num_attention_heads_per_layer"] == PER_LAYER[family, tp]
         assert [lay.self_attn.q_proj.out_features // 8 for lay in model.model.layers] == PER_LAYER[family, tp]
     assert_same_logits(a, b, f"{family} tp{tp}")
+
+
+def test_cohere_derivative_whose_heads_do_not_divide_is_refused(tmp_path):
+    """vLLM's CohereAttention computes num_attention_heads // tp without checking: hubpad checks the padded config in
+    plan (check_derivative on the config it writes) and a derivative's config.json in verify."""
+    from hubpad.errors import ConfigError
+    from hubpad.plan.adapters import adapter_for
+    from hubpad.run.verify import verify_derivative
+    from hubpad.source.local import LocalSource
+
+    cfg = build("cohere2", tmp_path / "upstream")
+    adapter = adapter_for(cfg)
+    adapter.check_derivative({"num_attention_heads": 6, "num_key_value_heads": 3}, 3)  # shards
+    with pytest.raises(ConfigError, match="do not shard at tp 3, and vLLM's CohereAttention computes"):
+        adapter.check_derivative({"num_attention_heads": 4, "num_key_value_heads": 2}, 3)
+    mirror_and_verify(tmp_path / "upstream", tmp_path / "padded", 3)
+    config = json.loads((tmp_path / "padded" / "config.json").read_text())
+    (tmp_path / "padded" / "config.json").write_text(json.dumps({**config, "num_attention_heads": 7}))
+    with pytest.raises(ConfigError, match="7 attention heads / 3 kv heads do not shard at tp 3"):
+        verify_derivative(LocalSource(tmp_path / "upstream"), LocalSource(tmp_path / "padded"))
