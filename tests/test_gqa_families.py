@@ -62,3 +62,17 @@ def test_cohere_derivative_whose_heads_do_not_divide_is_refused(tmp_path):
     (tmp_path / "padded" / "config.json").write_text(json.dumps({**config, "num_attention_heads": 7}))
     with pytest.raises(ConfigError, match="7 attention heads / 3 kv heads do not shard at tp 3"):
         verify_derivative(LocalSource(tmp_path / "upstream"), LocalSource(tmp_path / "padded"))
+
+
+def test_cohere2_moe_dense_layers_keep_their_width_when_the_config_names_none(tmp_path):
+    """Without prefix_dense_intermediate_size, vLLM and transformers build Cohere2-MoE's dense layers from
+    intermediate_size, the routed experts' key: the derivative writes the dense layers' own (padded) width under
+    prefix_dense_intermediate_size, so the experts' padding does not change them."""
+    src, dst = tmp_path / "upstream", tmp_path / "padded"
+    build("cohere2_moe", src, prefix_dense_intermediate_size=None, intermediate_size=16)
+    mirror_and_verify(src, dst, 3)
+    cfg = json.loads((dst / "config.json").read_text())
+    assert (cfg["intermediate_size"], cfg["prefix_dense_intermediate_size"]) == (192, 384)  # 64- vs 128-wide tiles
+    a, _ = logits(src, "cohere2_moe")
+    b, _ = logits(dst, "cohere2_moe")
+    assert_same_logits(a, b, "cohere2_moe, dense width implicit")
