@@ -145,7 +145,8 @@ FAMILIES.update({
                                             sliding_window=16, layer_types=["sliding_attention", "full_attention"]),
                           seed=1),  # seed 0: 1.0e-2 from a tie
     "cohere2": Family("cohere2", dict(_QUIRKS, sliding_window=16, tie_word_embeddings=True, logit_scale=1.0,
-                                      layer_types=["sliding_attention", "full_attention"]), drop_keys=("head_dim",)),
+                                      layer_types=["sliding_attention", "full_attention"]), drop_keys=("head_dim",),
+                      seed=2),  # seed 0: 6.5e-3 from a tie in vLLM
     "cohere": Family("cohere", dict(_QUIRKS, use_qk_norm=True, tie_word_embeddings=True, logit_scale=1.0),
                      drop_keys=("head_dim",), seed=1),  # seed 0: 4.4e-3 from a tie
     "cohere2_moe": Family("cohere2_moe", dict(_QUIRKS, intermediate_size=64, num_experts=4, num_experts_per_tok=2,
