@@ -155,6 +155,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:deepseek_v4": ("0.20.0", "tool-call parser deepseek_v4"),
     "reasoning:deepseek_v4": ("0.20.0", "reasoning parser deepseek_v4"),
     "spec:deepseek_v4_mtp": ("0.20.0", "DeepSeek-V4 MTP speculative decoding (DeepSeekV4MTPModel)"),
+    # DeepSeek-V4.1: the class, both deepseek_v41 parsers and DSparkV41DraftModel (what method "dspark" drafts a V4.1
+    # target with) in 0.30.0, none in 0.29.0 (read in 0.29.0, 0.30.0, 0.31.0, 0.32.0). 0.30.0 builds the Engram wkv
+    # replicated; from 0.31.0 it is column-parallel outside sequence parallel (the card's TP note says so).
+    "arch:DeepseekV41ForCausalLM": ("0.30.0", "DeepseekV41ForCausalLM"),
+    "tool:deepseek_v41": ("0.30.0", "tool-call parser deepseek_v41"),
+    "reasoning:deepseek_v41": ("0.30.0", "reasoning parser deepseek_v41"),
+    "arch:DSparkV41DraftModel": ("0.30.0", "DeepSeek-V4.1 DSpark speculative decoding (DSparkV41DraftModel)"),
     # MiniMax-M3: class (supports_encoder_tp_data set) and both minimax_m3 parsers in 0.24.0, none in 0.23.0
     "arch:MiniMaxM3SparseForConditionalGeneration": ("0.24.0", "MiniMaxM3SparseForConditionalGeneration"),
     "encoder-dp:MiniMaxM3SparseForConditionalGeneration": ("0.24.0", "a data-parallel vision encoder for MiniMax-M3"),
