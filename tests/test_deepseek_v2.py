@@ -98,6 +98,8 @@ def test_deepseek_v2_plan_names_the_route(tmp_path):
     assert "rejects hidden_size 64 % 6 attention heads != 0" in plan["architecture"]["vllm_route"]["why"]
     shared = next(r for r in plan["rank_table"] if r["dim"] == "shared intermediate")
     assert (shared["total"], shared["per_rank"], shared["ok"]) == (384, 128, True)
-    assert "shared intermediate" not in {d["name"] for d in plan["dims"]}  # no config key: vLLM derives it
+    dims = {d["name"]: d for d in plan["dims"]}  # the shared MLP has no config key: vLLM derives its width
+    assert (dims["shared intermediate"]["config_keys"], dims["shared intermediate"]["after"]) == ([], 384)
+    assert set(plan["config_changes"]) == {"num_attention_heads", "num_key_value_heads", "moe_intermediate_size"}
     text = cli("plan", src, "--tp", 3).output
     assert ROUTE in text

@@ -26,7 +26,8 @@ L = r"^model\.layers\.(\d+)\."
 class Role:
     """What padding does to a linear layer.
 
-    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads),
+    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads), "qkv" (rows = a fused
+    [q | k | v] of attention then kv heads, each section padded at its end: plan/sections.py),
     "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched). For the head kinds,
     `group` names the per-head width (HeadShape.widths) when it is not the kind's own, as MLA's kv_b_proj.
     """
@@ -40,6 +41,12 @@ class Role:
 
 
 COPY = Role("copy")
+
+
+def width_kind(group: str) -> str:
+    """The kind of an intermediate group ("dense", "expert", "shared"): a group of the layers with a width of their own
+    (adapters/layer_widths.py, `expert@1280`) is its kind's, with that kind's kernel rules."""
+    return group.partition("@")[0]
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,22 @@ class PreshardedQKV:
     q: str
     k: str
     v: str
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """A vision tower vLLM shards by head over TP (plan/tower.py pads it in whole kv groups): where its dims live in
+    config.json and what each of its padded tensors is.
+
+    `node`: the config.json key of the tower's own config. `keys`: each dim (heads, kv, head_dim, v_dim, inter,
+    hidden, merge) -> its key in that object; `defaults`: the value vLLM's config class takes for a key a config
+    omits. `patterns`: tensor pattern -> plan/tower.py kind ("qkv", "proj", "sinks", "mlp_in", "mlp_out"); the rest
+    of the tower is copied (the adapter's copy patterns name it)."""
+
+    node: str
+    keys: dict[str, str]
+    defaults: dict[str, int]
+    patterns: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -166,6 +189,10 @@ class Adapter:
     vllm_route: VllmRoute | None = None
     # 1-D parameters holding one value per attention head (gpt-oss attention sinks): padded with zeros.
     head_vectors: list[str] = field(default_factory=list)
+    # Other tensors whose first axis holds whole heads (any trailing dims): pattern -> HeadShape width key (rows per
+    # head; the key's head count: kv heads for per_kv / kv_groups keys, else query heads), padded at the end with zeros
+    # (Inkling's per-kv-head short convolutions, [kv x head_dim, 1, K]).
+    head_rows: list[tuple[str, str]] = field(default_factory=list)
     # Routed experts stored fused as 3-D tensors without a `.weight` suffix (Qwen3-VL-MoE, Qwen3.5): pattern ->
     # FusedExperts, padded along their intermediate axis (dense formats only).
     fused_experts: list[tuple[str, "FusedExperts"]] = field(default_factory=list)
@@ -173,6 +200,11 @@ class Adapter:
     presharded_qkv: list[tuple[str, "PreshardedQKV"]] = field(default_factory=list)
     # Gated DeltaNet linear-attention tensors (Qwen3.5, Qwen3-Next): pattern -> plan/gdn.py kind.
     linear_attention: list[tuple[str, str]] = field(default_factory=list)
+    # A vision tower vLLM shards by head (plan/tower.py), padded with the language model.
+    vision_tower: VisionTower | None = None
+    # Upstream files copied although their names look like other weight formats (a component's own safetensors in a
+    # folder of its own, as MiMo-V2.5's audio_tokenizer/): fnmatch patterns.
+    keep_files: tuple[str, ...] = ()
     # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py) or "kda" (plan/kda.py, Kimi Delta
     # Attention, whose layers share tensor names with the family's full-attention layers: only the layers
     # `kda.layers(config)` lists are linear attention).
@@ -197,21 +229,27 @@ class Adapter:
     # norm's mean square by r = H'/H (kv heads for k); the planner scales the projection's stored rows by sqrt(r) and
     # the norm weight by 1/sqrt(r) instead, which restores it with eps untouched (plan/ops.py `scaled`).
     layer_qk_norms: dict[str, str] = field(default_factory=dict)
-    # The config key counting the shared experts vLLM builds as ONE MLP of moe_intermediate_size × n (DeepSeek-V2's
-    # n_shared_experts 2, K2-Horizon's num_shared_experts): that MLP is the "shared" group, tied to the routed experts'
-    # width (`tied_groups`), so any n pads exactly. None: the family pads its shared expert by its own patterns.
-    shared_experts_key: str | None = None
     # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
     # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
     tied_keys: dict[str, str] = field(default_factory=dict)
+    # config key counting the shared experts that vLLM and transformers build as ONE MLP of that many routed experts'
+    # width (moe_intermediate_size x n: ERNIE-4.5, EXAONE MoE, Trinity, Ling, Cohere2-MoE, DeepSeek-V2, Dots3 Note,
+    # K2-Horizon): the "shared" group has no key of its own, its size follows the routed experts' padded width
+    # (`tied_intermediate`), zeros at its end.
+    shared_experts_key: str | None = None
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
         self._head_vectors = [re.compile(p) for p in self.head_vectors]
+        self._head_rows = [(re.compile(p), key) for p, key in self.head_rows]
         self._fused_experts = [(re.compile(p), f) for p, f in self.fused_experts]
         self._presharded_qkv = [(re.compile(p), q) for p, q in self.presharded_qkv]
         self._linear_attention = _alternation([p for p, _ in self.linear_attention])
         self._linear_kinds = [kind for _, kind in self.linear_attention]
+        tower = self.vision_tower.patterns if self.vision_tower else ()
+        self._tower = _alternation([p for p, _ in tower])
+        self._tower_each = [(re.compile(p), kind) for p, kind in tower]
+        self._tower_kinds = [kind for _, kind in tower]
         self._copy_modules = [re.compile(p) for p in self.copy_modules]
         self._copy_params = [re.compile(p) for p in self.copy_params]
         # Planning asks these for every tensor (~185k in Hy3): one regex search instead of up to a dozen. The
@@ -255,12 +293,33 @@ class Adapter:
     def is_head_vector(self, name: str) -> bool:
         return any(p.search(name) for p in self._head_vectors)
 
+    def head_rows_of(self, name: str) -> str | None:
+        """The HeadShape width key of a tensor whose first axis holds whole heads (head_rows), or None."""
+        return next((key for p, key in self._head_rows if p.search(name)), None)
+
+    def head_rules(self, heads: int, kv: int, hs: HeadShape, tp: int, hidden: int) -> list[str]:
+        """Why `heads` / `kv` heads cannot serve at `tp` beyond the rules every family shares (dims.head_problems):
+        a family's own (empty: none)."""
+        return []
+
     def linear_attention_kind(self, name: str) -> str | None:
         """The plan/gdn.py kind of a Gated DeltaNet tensor, or None when `name` is not one (or the family has none)."""
         if self._linear_attention is None:
             return None
         m = self._linear_attention.search(name)
         return self._linear_kinds[int(m.lastgroup[1:])] if m else None
+
+    def tower_kind(self, name: str) -> str | None:
+        """The plan/tower.py kind of a padded vision-tower tensor, or None when `name` is not one."""
+        if self._tower is None:
+            return next((kind for p, kind in self._tower_each if p.search(name)), None)
+        m = self._tower.search(name)
+        return self._tower_kinds[int(m.lastgroup[1:])] if m else None
+
+    def tp_notes(self, config: dict, tp: int) -> list[str]:
+        """What serving the derivative (padded `config`) at `tp` needs beyond the card's command, in sentences: the
+        card's serving notes and the TP advisor's row both say it."""
+        return []
 
     def fused_experts_of(self, name: str) -> "FusedExperts | None":
         """How a fused 3-D expert tensor holds the intermediate dim, or None when `name` is not one."""
@@ -283,10 +342,15 @@ class Adapter:
     def check_tp(self, config: dict, tp: int) -> None:
         """Refuse a TP size this family cannot serve at even after padding: where vLLM's MoE block refuses a TP larger
         than the number of routed experts (`tp_at_most_experts`), that TP."""
-        experts = config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+        experts = routed_experts(config)
         if self.tp_at_most_experts and experts and tp > int(experts):
             raise ConfigError(f"config.json: {experts} routed experts < tp {tp}, and vLLM's {self.name} MoE block "
                               f"refuses a tensor-parallel size larger than the number of experts")
+
+    def check_derivative(self, config: dict, tp: int) -> None:
+        """Refuse a padded config (the language model's part) that vLLM's class would misread at `tp` without an error
+        of its own (Cohere's unchecked heads // tp); `hubpad plan` checks the config it writes, `hubpad verify` the
+        derivative's."""
 
     def layer_qk_norm_of(self, module: str) -> str | None:
         """The module of the norm over all heads that `module` (a q or k projection) feeds, or None."""
@@ -329,10 +393,17 @@ class Adapter:
                 if len(values) > 1:
                     raise HubpadError(f"config.json: {' and '.join(present)} disagree ({sorted(values)})")
                 out[group] = (present, int(config[present[0]]))
-        for group, (base, factor) in self.tied_groups(config).items():
-            if base in out:
-                out[group] = ((), factor * out[base][1])
+        shared = int(config.get(self.shared_experts_key) or 0) if self.shared_experts_key else 0
+        if shared > 0 and "expert" in out:
+            out["shared"] = ((), out["expert"][1] * shared)
         return out
+
+    def tied_intermediate(self, config: dict, new_inter: dict[str, int]) -> dict[str, int]:
+        """The padded intermediate sizes with the groups that follow another (`shared_experts_key`) set from it."""
+        shared = int(config.get(self.shared_experts_key) or 0) if self.shared_experts_key else 0
+        if shared > 0 and "expert" in new_inter and "shared" in new_inter:
+            return {**new_inter, "shared": new_inter["expert"] * shared}
+        return new_inter
 
     def missing_vllm_keys(self, config: dict) -> list[str]:
         """What config.json (its language model's part) lacks that vLLM's class for the family needs, said plainly."""
@@ -348,14 +419,6 @@ class Adapter:
         needed = ((self.vllm_head_dim_from_hidden and head_dim and hidden // heads != head_dim)
                   or (self.vllm_config_rejects_uneven_heads and hidden % heads != 0))
         return self.vllm_route.record(config) if needed else None
-
-    def tied_groups(self, config: dict) -> dict[str, tuple[str, int]]:
-        """Intermediate groups whose width vLLM derives from another group's config key, as group -> (base group,
-        factor): DeepSeek-V2's shared expert is one MLP of moe_intermediate_size × n_shared_experts. Such a group
-        has no config key of its own (`intermediate_sizes` gives it no keys); the planner pads it to factor × the
-        base's padded width, so the width vLLM derives from the padded config is the one on disk."""
-        n = config.get(self.shared_experts_key) if self.shared_experts_key else None
-        return {"shared": ("expert", int(n))} if n else {}
 
     def head_shape(self, config: dict) -> HeadShape:
         """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""
@@ -386,6 +449,12 @@ class Adapter:
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""
         return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": []}
+
+
+def routed_experts(config: dict) -> int | None:
+    """The number of routed experts, under whichever key the family's config names it."""
+    return (config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+            or config.get("moe_num_experts"))
 
 
 def mtp_speculative(config: dict) -> dict | None:
