@@ -119,6 +119,15 @@ def test_repo_not_found_names_both_readings(hub, tmp_path):
     assert "repository not found" in line and "./alice/not-there" in line
 
 
+def test_gated_upstream_says_so_not_not_found(hub, good):
+    """huggingface_hub's GatedRepoError is a RepositoryNotFoundError: hubpad names the gate, not a missing repo."""
+    hub.seed("acme/gated", {p.name: p for p in Path(good).iterdir() if p.is_file()})
+    hub.set_gated("acme/gated", "manual")
+    line = one_error(run("plan", "acme/gated", "--tp", "3"), 1)
+    assert "gated repository; accept its terms on the Hub with this token's account" in line
+    assert "not found" not in line
+
+
 def test_not_a_repo_id_nor_a_directory(tmp_path):
     for value in ("a/b/c", "nodir"):
         line = one_error(run("plan", value, "--tp", "3"), 1)

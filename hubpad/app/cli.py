@@ -286,7 +286,7 @@ class Job:
 def _speculative_config(draft: str, upstream: str | None, tokens: int | None) -> dict:
     """vLLM's --speculative-config for serving with `draft` (the padded draft's repo id or path): the method from the
     config.json of the draft (or of its upstream, when the draft is not published yet)."""
-    from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
+    from hubpad.plan.adapters.drafts import speculative_config
     from hubpad.source.readers import read_json
 
     config = None
@@ -301,12 +301,7 @@ def _speculative_config(draft: str, upstream: str | None, tokens: int | None) ->
     if config is None:
         raise HubpadError(f"--draft {draft}: cannot read its config.json (mirror the draft first, or name it in the "
                           f"mirrors file with draft_for)")
-    method = draft_method(config)
-    if method is None:
-        raise ConfigError(f"--draft {draft}: config.json names no speculative-decoding draft vLLM knows "
-                          f"(architectures {config.get('architectures')})")
-    return {"method": method, "model": draft,
-            "num_speculative_tokens": tokens or default_speculative_tokens(method, config)}
+    return speculative_config(draft, config, tokens, what=f"--draft {draft}")
 
 
 def _namespace_or_none() -> str | None:

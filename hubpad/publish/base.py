@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hubpad.errors import HubpadError
+from hubpad.errors import HubpadError, TargetTakenError
 from hubpad.formats.manifest import parse_manifest
 from hubpad.plan.model import Plan
 from hubpad.source.base import Source
@@ -129,12 +129,13 @@ def check_replace(existing: dict, plan: Plan, where: str, force: bool) -> None:
     other_source = isinstance(was_repo, str) and not _same_upstream(was_repo, upstream.get("kind"), plan.source)
     if not (other_tp or other_source):
         return
-    now = f"{where} holds a derivative of {was_repo} for TP={was_tp}"
+    holds = f"a derivative of {was_repo} for TP={was_tp}"
+    now = f"{where} holds {holds}"
     if force:
         log(f"warning: {now}; --force: replacing it with {plan.source.label} for TP={plan.tp}")
         return
-    raise HubpadError(f"{now}; this run would replace it with {plan.source.label} for TP={plan.tp}: pass --force "
-                      f"to replace it, or choose another --to")
+    raise TargetTakenError(f"{now}; this run would replace it with {plan.source.label} for TP={plan.tp}: pass --force "
+                           f"to replace it, or choose another --to", holds)
 
 
 def _same_upstream(recorded: str, kind: str | None, source: Source) -> bool:

@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from hubpad import FORMAT_VERSION
-from hubpad.errors import ConfigError, ConflictError, HubpadError, NetworkError
+from hubpad.errors import ConfigError, ConflictError, HubpadError, NetworkError, TargetTakenError
 from hubpad.formats.manifest import dumps, same_build
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
@@ -58,6 +58,32 @@ def default_target(source: Source, tp: int, api) -> str:
 def release_tag(upstream_commit: str | None, tp: int) -> str:
     """The tag that pins a published derivative commit (the recipe's model_revision)."""
     return f"hubpad-tp{tp}-{(upstream_commit or 'local')[:12]}"
+
+
+def staging_records(api, repo_id: str, tp: int) -> list[dict]:
+    """The per-shard records on `repo_id`'s staging branch that a run at `tp` (this format version) can reuse: shards
+    staged by a run that has not published yet (interrupted, or one part of a fan-out). None without the branch."""
+    from huggingface_hub import errors as e
+
+    try:
+        entries = list(api.list_repo_tree(repo_id, path_in_repo=STAGING_DIR, revision=STAGING_BRANCH))
+    except (e.EntryNotFoundError, e.RevisionNotFoundError, e.RepositoryNotFoundError):
+        entries = []
+    except e.HfHubHTTPError:
+        with hub_errors(f"target {repo_id}: read {STAGING_BRANCH}"):
+            raise
+    records = []
+    for item in entries:
+        if not item.path.endswith(".json"):
+            continue
+        try:
+            record = json.loads(read_repo_file(api, repo_id, item.path, STAGING_BRANCH) or b"")
+        except (HubpadError, ValueError):
+            continue
+        shard = record.get("shard") if isinstance(record, dict) else None
+        if same_build(record, tp) and isinstance(shard, dict) and isinstance(shard.get("name"), str):
+            records.append(record)  # anything else: nothing to reuse
+    return records
 
 
 class HubPublisher(Publisher):
@@ -111,7 +137,9 @@ class HubPublisher(Publisher):
 
     # ------------------------------------------------------------------------------------------ setup
 
-    def prepare(self, plan: Plan) -> dict | None:
+    def check(self, plan: Plan):
+        """Everything `prepare` refuses, with no side effect (nothing created, no scratch folder): a page asks this
+        before it queues a run. Returns the target's info, None when the repo does not exist yet."""
         from huggingface_hub import errors as e
 
         self.plan = plan
@@ -127,7 +155,7 @@ class HubPublisher(Publisher):
         try:
             info = self.api.model_info(self.repo_id, revision=self.branch)
         except e.RepositoryNotFoundError:
-            info = None
+            return None
         except e.RevisionNotFoundError:
             raise HubpadError(f"target {self.repo_id}: branch {self.branch!r} does not exist") from None
         except Exception:
@@ -136,6 +164,21 @@ class HubPublisher(Publisher):
                     raise
             except NetworkError as exc:  # --to may have meant a local directory that does not exist yet
                 raise NetworkError(f"{exc}; {both_readings(self.repo_id)}") from None
+        files = {s.rfilename for s in info.siblings or []}
+        self.existing = None
+        if MANIFEST in files:
+            self.existing = read_existing_manifest(self._download(MANIFEST, info.sha), f"target {self.repo_id}",
+                                                   self.force)
+        elif files - {".gitattributes"} and not self.force:
+            raise TargetTakenError(f"target {self.repo_id} already has files and no {MANIFEST}: hubpad did not create "
+                                   f"it (use --force to publish into it anyway; hubpad never deletes files it did not "
+                                   f"create)", "files hubpad did not create")
+        if self.existing is not None:
+            check_replace(self.existing, plan, f"target {self.repo_id}", self.force)
+        return info
+
+    def prepare(self, plan: Plan) -> dict | None:
+        info = self.check(plan)
         if info is None:
             with hub_errors(f"target {self.repo_id}: create"):
                 self.api.create_repo(self.repo_id, private=self.private, exist_ok=True)
@@ -143,14 +186,6 @@ class HubPublisher(Publisher):
             log(f"created {'private' if self.private else 'public'} repo {self.repo_id}")
         self.base_commit = info.sha
         self.existing_files = {s.rfilename for s in info.siblings or []}
-        if MANIFEST in self.existing_files:
-            self.existing = read_existing_manifest(self._download(MANIFEST, self.base_commit), f"target {self.repo_id}",
-                                                   self.force)
-        elif self.existing_files - {".gitattributes"} and not self.force:
-            raise HubpadError(f"target {self.repo_id} already has files and no {MANIFEST}: hubpad did not create it "
-                              f"(use --force to publish into it anyway; hubpad never deletes files it did not create)")
-        if self.existing is not None:
-            check_replace(self.existing, plan, f"target {self.repo_id}", self.force)
         if self._own_workdir and not self._made_workdir:
             self.workdir, self._made_workdir = Path(tempfile.mkdtemp(prefix="hubpad-")), True
         else:
@@ -198,32 +233,14 @@ class HubPublisher(Publisher):
 
     def refresh_staged(self) -> None:
         """Reload the per-shard staging records (valid only for this format version and tp)."""
-        from huggingface_hub import errors as e
-
-        try:
-            entries = list(self.api.list_repo_tree(self.repo_id, path_in_repo=STAGING_DIR, revision=STAGING_BRANCH))
-        except e.EntryNotFoundError:
-            entries = []
-        except e.HfHubHTTPError:
-            with hub_errors(f"target {self.repo_id}: read {STAGING_BRANCH}"):
-                raise
         staged, files = {}, {}
-        for item in entries:
-            if not item.path.endswith(".json"):
-                continue
-            try:
-                record = json.loads(self._download(item.path, STAGING_BRANCH))
-            except (HubpadError, ValueError):
-                continue
-            if not same_build(record, self.plan.tp):
-                continue
-            shard = record.get("shard")
-            if isinstance(shard, dict) and isinstance(shard.get("name"), str):  # anything else: nothing to reuse
-                staged[shard["name"]] = shard
-                files_read = record.get("upstream_files")
-                for path, rec in (files_read.items() if isinstance(files_read, dict) else ()):
-                    if isinstance(rec, dict) and isinstance(rec.get("sha256"), str):  # usable_record checks the rest
-                        files.setdefault(path, {})[rec.get("sha256")] = rec
+        for record in staging_records(self.api, self.repo_id, self.plan.tp):
+            shard = record["shard"]
+            staged[shard["name"]] = shard
+            files_read = record.get("upstream_files")
+            for path, rec in (files_read.items() if isinstance(files_read, dict) else ()):
+                if isinstance(rec, dict) and isinstance(rec.get("sha256"), str):  # usable_record checks the rest
+                    files.setdefault(path, {})[rec.get("sha256")] = rec
         self.staged, self.staged_files = staged, files
 
     # ------------------------------------------------------------------------------------------ shards

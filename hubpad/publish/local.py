@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from hubpad.errors import ConfigError, HubpadError
+from hubpad.errors import ConfigError, HubpadError, TargetTakenError
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan
 from hubpad.publish.base import Publisher, Summary, check_replace, read_existing_manifest
@@ -47,8 +47,8 @@ class LocalPublisher(Publisher):
             if manifest.is_file():
                 existing = read_existing_manifest(manifest.read_bytes(), self.label, self.force)
             elif any(self.dst.iterdir()) and not self.force:
-                raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to "
-                                  f"publish into it; its other files are kept)")
+                raise TargetTakenError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force "
+                                       f"to publish into it; its other files are kept)", "files hubpad did not make")
         if existing is not None:
             check_replace(existing, plan, self.label, self.force)
         self.dst.parent.mkdir(parents=True, exist_ok=True)

@@ -13,43 +13,44 @@ from hubpad.source.local import local_digest
 from hubpad.util.refs import both_readings, derive_target, is_local
 
 
-def _upstream_sha(src: str, revision: str | None) -> str:
+def _upstream_sha(src: str, revision: str | None, token: str | None = None) -> str:
     if is_local(src):
         return local_digest(Path(src).expanduser())
 
     with hub_errors(f"upstream {src}@{revision or 'main'}"):
-        return api_for().model_info(src, revision=revision or "main").sha
+        return api_for(token).model_info(src, revision=revision or "main").sha
 
 
-def _recorded(target: str) -> dict | None:
+def _recorded(target: str, token: str | None = None) -> dict | None:
     if is_local(target):
         p = Path(target).expanduser() / MANIFEST
         return parse_manifest(p.read_bytes(), target) if p.is_file() else None
 
     with hub_errors(f"target {target}"):
-        data = read_repo_file(api_for(), target, MANIFEST)
+        data = read_repo_file(api_for(token), target, MANIFEST)
     return parse_manifest(data, target) if data else None
 
 
-def check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
-    """Status of one mirror: "missing", "up-to-date" or "stale", with the shas compared."""
+def check_one(src: str, dst: str | None, tp: int, revision: str | None, token: str | None = None) -> dict:
+    """Status of one mirror: "missing", "up-to-date" or "stale", with the shas compared (`token`: whose Hub
+    account asks; default huggingface_hub's usual sources)."""
     try:
-        return _check_one(src, dst, tp, revision)
+        return _check_one(src, dst, tp, revision, token)
     except NetworkError as exc:  # a Hub reading that may have meant a local folder: say both
         ambiguous = [r for r in (src, dst) if r and not is_local(r)]
         raise NetworkError(f"{exc}; " + "; ".join(both_readings(r) for r in ambiguous) if ambiguous else str(exc)) \
             from None
 
 
-def _check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
+def _check_one(src: str, dst: str | None, tp: int, revision: str | None, token: str | None) -> dict:
 
     if dst is None:
         if is_local(src):
             raise HubpadError("--to is required when SRC is a local directory")
 
-        dst = derive_target(src, tp, whoami_name(api_for()))
-    upstream_sha = _upstream_sha(src, revision)
-    manifest = _recorded(dst)
+        dst = derive_target(src, tp, whoami_name(api_for(token)))
+    upstream_sha = _upstream_sha(src, revision, token)
+    manifest = _recorded(dst, token)
     recorded = recorded_upstream(manifest) if manifest else None
     if manifest is None:
         status = "missing"

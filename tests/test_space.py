@@ -1,0 +1,346 @@
+"""The Space's handlers (space/hubpad_space), called directly against the Hub emulator with the real huggingface_hub
+client: sign-in, completion, the advisor, every refusal before the queue, a whole run with its progress and links,
+the queue, a run lost to a restart, and what "keep it up to date" shows. The browser drives the same page in
+test_space_browser.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from tests.emulator_fixtures import ALICE, ALICE_TOKEN, ORG, READER, READER_TOKEN
+from tests.helpers import ROOT, cli, tool_missing
+from tests.space_fixtures import CAROL, CAROL_TOKEN, FOREIGN, GATED, REFUSED, SHARD, UPSTREAM, seed_space_repos
+
+if importlib.util.find_spec("gradio") is None:
+    tool_missing("gradio is not installed (requirements/test.txt locks it; the Space's tests need it)")
+sys.path.insert(0, str(ROOT / "space"))
+
+import gradio as gr  # noqa: E402
+
+from hubpad.util.sizes import parse_size  # noqa: E402
+from hubpad_space import explain, handlers, view  # noqa: E402
+from hubpad_space.card import serve_commands  # noqa: E402
+from hubpad_space.job import execute  # noqa: E402
+from hubpad_space.runs import Busy, Request, Run, Runs  # noqa: E402
+from hubpad_space.settings import ACTION_PLACEHOLDER, Settings  # noqa: E402
+
+TARGET = f"{ALICE}/Tiny-Hy3-TP3"
+ALICE_V = handlers.Visitor(ALICE, ALICE_TOKEN)
+SETTINGS = Settings(shard_size=parse_size(SHARD), max_disk=parse_size("10MB"), workdir=None,
+                    action=ACTION_PLACEHOLDER)
+
+
+@pytest.fixture
+def world(hub, tmp_path):
+    seed_space_repos(hub, tmp_path)
+    return hub
+
+
+def _profile(user: str) -> gr.OAuthProfile:
+    return gr.OAuthProfile({"name": user, "preferred_username": user, "profile": "", "picture": ""})
+
+
+def _wait(run: Run, timeout: float = 120) -> Run:
+    deadline = time.monotonic() + timeout
+    while run.active and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not run.active, f"run still {run.state} after {timeout}s"
+    return run
+
+
+def _runs() -> Runs:
+    return Runs(lambda run: execute(run, SETTINGS))
+
+
+# ------------------------------------------------------------------------------------------------ who is here
+
+
+def test_sign_in_maps_gradios_local_mock_to_the_machines_login(hub):
+    mock = gr.OAuthToken(token=handlers.GRADIO_MOCK_TOKEN, scope="openid profile", expires_at=0)
+    assert handlers.visitor(_profile(ALICE), mock, on_space=False) == handlers.Visitor(ALICE, ALICE_TOKEN)
+    # On a Space the token is the user's own, used as given; Gradio's placeholder is never swapped for the machine's
+    real = gr.OAuthToken(token=CAROL_TOKEN, scope="openid profile", expires_at=0)
+    assert handlers.visitor(_profile(CAROL), real, on_space=True).token == CAROL_TOKEN
+    assert handlers.visitor(_profile(ALICE), mock, on_space=True).token == handlers.GRADIO_MOCK_TOKEN
+    # Signed out: no token at all, not even the machine's
+    anonymous = handlers.visitor(None, None, on_space=False)
+    assert anonymous.token is False and not anonymous.signed_in
+
+
+def test_completion_searches_the_hub_and_hides_private_repos(world):
+    world.seed("bob/Tiny-Hy3-Secret", {"README.md": "x"}, private=True)
+    found = handlers.suggestions("tiny-hy3", ALICE_V)
+    assert found[0] == UPSTREAM  # most downloaded first
+    assert {GATED, REFUSED} <= set(found) and "bob/Tiny-Hy3-Secret" not in found
+    assert "bob/Tiny-Hy3-Secret" in handlers.suggestions("secret", handlers.Visitor(READER, READER_TOKEN))
+    assert handlers.suggestions("t", ALICE_V) == []
+
+
+# ------------------------------------------------------------------------------------------------ the advisor
+
+
+def test_advisor_shows_the_cli_table_from_headers_only(world):
+    world.reset_log()
+    start = time.monotonic()
+    advised = handlers.advise_upstream(UPSTREAM, handlers.Visitor(), SETTINGS)  # anonymous: a public model
+    assert time.monotonic() - start < 10
+    assert advised.error is None
+    row = advised.row(3)
+    assert row.verdict == "pad" and {d["name"] for d in row.dims} >= {"attention heads", "kv heads"}
+    # Headers only: a small part of each weight file was read
+    weights = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    served = sum(world.bytes_served(UPSTREAM, f) for f in weights)
+    assert served < 0.05 * sum(len(world.file_bytes(UPSTREAM, f)) for f in weights)
+    html = view.advisor_table(advised.advice, chosen=3)
+    assert 'data-tp="3" data-verdict="pad"' in html and "hp-chosen" in html
+    assert "heads 4→6, kv 2→3" in html and "extra KV/token" in html
+    # The same cells `hubpad plan SRC` prints
+    printed = cli("plan", UPSTREAM).stdout
+    assert "pad + vocab patch" in printed and "pad + vocab patch" in html
+    assert view.tp_choices(advised.advice)[2] == ("3 (needs padding)", 3) and view.preferred_tp(advised.advice) == 3
+
+
+def test_advisor_says_why_a_tp_cannot_be_done(world):
+    advised = handlers.advise_upstream(REFUSED, ALICE_V, SETTINGS)
+    row = advised.row(3)
+    assert row.verdict == "cannot" and "2 routed experts < tp 3" in row.why[0]
+    assert view.tp_choices(advised.advice)[2] == ("3 (cannot be done)", 3)
+
+
+@pytest.mark.parametrize("name, words", [
+    (GATED, "is gated: open"),
+    ("acme/Does-Not-Exist", "was not found on the Hub"),
+    ("not a repo", "is not a Hub model id"),
+    ("../etc/passwd", "is not a Hub model id"),
+])
+def test_advisor_errors_are_one_sentence(world, name, words):
+    advised = handlers.advise_upstream(name, ALICE_V, SETTINGS)
+    assert advised.advice is None and words in advised.error and "\n" not in advised.error
+    assert ALICE_TOKEN not in advised.error
+
+
+def test_gated_upstream_opens_once_accepted(world):
+    world.set_gated(GATED, "manual", granted=[ALICE])
+    assert handlers.advise_upstream(GATED, ALICE_V, SETTINGS).error is None
+    error = handlers.advise_upstream(GATED, handlers.Visitor(CAROL, CAROL_TOKEN), SETTINGS).error
+    assert error.startswith(f"{GATED} is gated: open {world.endpoint}/{GATED}, accept its terms there while signed in "
+                            f"as {CAROL}")
+
+
+# ------------------------------------------------------------------------------------------------ before the queue
+
+
+def _request(**kw):
+    args = dict(upstream=UPSTREAM, tp=3, target=TARGET, private=False, draft="", who=ALICE_V, settings=SETTINGS)
+    args.update(kw)
+    return handlers.make_request(**args)
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"who": handlers.Visitor()}, handlers.SIGN_IN_FIRST),
+    ({"target": FOREIGN}, f"You cannot write to {FOREIGN}: someone is not your account"),
+    ({"target": f"{READER}/x", "who": handlers.Visitor(READER, READER_TOKEN)}, f"You cannot write to {READER}/x"),
+    ({"upstream": REFUSED, "target": f"{ALICE}/x"}, f"{REFUSED} cannot be padded for TP 3: config.json: 2 routed "
+                                                   f"experts < tp 3"),
+    ({"upstream": GATED, "target": f"{ALICE}/x"}, f"{GATED} is gated"),
+    ({"tp": 1}, f"{UPSTREAM} already serves at TP 1 as it is: there is nothing to pad"),
+    ({"tp": None}, "Pick a tensor-parallel size"),
+    ({"target": UPSTREAM}, "needs a name of its own"),
+    ({"draft": REFUSED}, f"The draft {REFUSED}: config.json names no speculative-decoding draft"),
+])
+def test_every_refusal_before_the_queue_is_one_sentence(world, kw, words):
+    with pytest.raises(ValueError) as err:
+        _request(**kw)
+    assert words in str(err.value) and "\n" not in str(err.value) and "Traceback" not in str(err.value)
+
+
+def test_an_org_member_may_write_into_the_org(world):
+    req = _request(target=f"{ORG}/Tiny-Hy3-TP3")
+    assert req.target == f"{ORG}/Tiny-Hy3-TP3" and req.user == ALICE
+
+
+def test_default_targets_follow_the_cli(world):
+    assert handlers.default_target(UPSTREAM, 3, ALICE_V) == TARGET
+    assert handlers.default_target(UPSTREAM, 3, handlers.Visitor()) == "Tiny-Hy3-TP3"
+
+
+# ------------------------------------------------------------------------------------------------ a run
+
+
+def test_a_run_pads_publishes_and_links_the_cards_serve_commands(world, tmp_path):
+    runs = _runs()
+    req = _request()
+    assert handlers.target_status(UPSTREAM, 3, TARGET, ALICE_V) == f"{TARGET} does not exist yet: Pad creates it."
+    run = _wait(handlers.start(req, ALICE_V, runs))
+    assert run.state == "done", run.error
+    assert run.token is None  # dropped as the run ended
+    # Progress in the CLI's words (Meter): one final line per built shard
+    assert len(run.finished) == 5
+    assert all(re.fullmatch(r"model-0000\d-of-00005\.safetensors: [\d.]+ [KM]B in [\d.]+s \([\d.]+ [KM]?B/s\)", line)
+               for line in run.finished), run.finished
+    result = run.result
+    assert result["url"] == f"{world.endpoint}/{TARGET}" and result["built"] == 5 and "moved" not in result
+    titles = [w["title"] for w in result["commands"]]
+    assert titles == ["sparkrun, on 3 DGX Sparks", "one machine with the GPUs", "3 machines, without sparkrun"]
+    card = world.file_bytes(TARGET, "README.md").decode()
+    for way in result["commands"]:
+        for block in way["code"]:
+            assert block in card
+    assert any("--tensor-parallel-size 3" in b for b in result["commands"][1]["code"])
+    page = view.run_view(run, 0, (False, 0))
+    assert 'data-state="done"' in page and f'href="{world.endpoint}/{TARGET}"' in page
+    # The derivative passes `hubpad verify`, and no token is anywhere in it, on the page or in the run's notes
+    report = cli("verify", UPSTREAM, TARGET)
+    assert report.exit_code == 0, report.output
+    for path, sha in world.files(TARGET).items():
+        assert ALICE_TOKEN.encode() not in world.file_bytes(TARGET, path), path
+    assert ALICE_TOKEN not in page + json.dumps(result) + "".join(run.notes)
+    assert handlers.target_status(UPSTREAM, 3, TARGET, ALICE_V) == (f"{TARGET} is up to date with {UPSTREAM}: Pad "
+                                                                   f"has nothing to do.")
+    # Again: nothing to do
+    again = _wait(handlers.start(_request(), ALICE_V, runs))
+    assert again.result["up_to_date"] and "already up to date" in view.run_view(again, 0, (False, 0))
+
+
+def test_an_upstream_that_moves_during_the_run_is_said(world):
+    world.set_throttle(down_bytes_per_s=4_000_000)
+    run = handlers.start(_request(), ALICE_V, _runs())
+    while not run.finished and run.active:
+        time.sleep(0.02)
+    pinned = world.head(UPSTREAM)
+    head = world.seed(UPSTREAM, {"README.md": "---\nlicense: other\n---\n# a new card\n"}, message="new card")
+    _wait(run)
+    assert run.state == "done", run.error
+    assert run.result["moved"] == (f"{UPSTREAM} changed while this run was working (commit {pinned[:12]} became "
+                                   f"{head[:12]}): {TARGET} was published from {pinned[:12]}, so it is already "
+                                   f"behind; press Pad again to pad the new version (shards whose inputs did not "
+                                   f"change are kept).")
+    assert handlers.target_status(UPSTREAM, 3, TARGET, ALICE_V).startswith(f"{TARGET} is behind {UPSTREAM}")
+
+
+def test_a_target_that_holds_something_else_is_refused_before_and_during_the_run(world):
+    world.seed(f"{ORG}/Taken", {"README.md": "not hubpad's\n"})
+    said = f"{ORG}/Taken already holds files hubpad did not create, which this page never replaces: choose another "
+    with pytest.raises(ValueError, match=re.escape(said)):
+        _request(target=f"{ORG}/Taken")
+    # The same sentence when the run itself meets it (the repo filled meanwhile), and the Hub's own 403
+    run = Run(Request(ALICE, UPSTREAM, 3, f"{ORG}/Taken"), ALICE_TOKEN)
+    execute(run, SETTINGS)
+    assert run.error.startswith(said) and "--force" not in run.error
+    reader = Run(Request(READER, UPSTREAM, 3, f"{ORG}/x"), READER_TOKEN)
+    execute(reader, SETTINGS)
+    assert reader.error == explain.cannot_write(f"{ORG}/x", READER)
+
+
+def test_one_run_at_a_time_first_come_first_served(world):
+    world.set_throttle(down_bytes_per_s=3_000_000)
+    runs = _runs()
+    carol = handlers.Visitor(CAROL, CAROL_TOKEN)
+    first = handlers.start(_request(), ALICE_V, runs)
+    second = handlers.start(_request(target=f"{CAROL}/Tiny-Hy3-TP3", who=carol), carol, runs)
+    while first.state == "waiting":
+        time.sleep(0.02)
+    assert runs.place(first) == 0 and runs.place(second) == 1 and second.state == "waiting"
+    waiting = view.run_view(second, runs.place(second), runs.size())
+    assert "you are number 1" in waiting and "1 run(s) ahead of yours" in waiting
+    with pytest.raises(ValueError, match="You already have a run in the queue"):
+        handlers.start(_request(target=f"{ALICE}/other"), ALICE_V, runs)
+    _wait(first)
+    _wait(second)
+    assert first.state == second.state == "done" and second.submitted < first.ended <= second.ended
+
+
+def test_a_failing_run_never_stops_the_queue():
+    def execute_or_fail(run):
+        if run.request.upstream == "a/boom":
+            raise RuntimeError("boom")
+        run.result = {}
+
+    runs = Runs(execute_or_fail)
+    boom = runs.submit(Request("u1", "a/boom", 3, "u1/x"), "tok-1")
+    fine = runs.submit(Request("u2", "a/fine", 3, "u2/x"), "tok-2")
+    _wait(boom)
+    _wait(fine)
+    assert boom.state == "failed" and "unexpected error (RuntimeError)" in boom.error and fine.state == "done"
+    assert boom.token is None and fine.token is None
+    with pytest.raises(Busy):
+        runs.submit(Request("u3", "a/slow", 3, "u3/x"), None) and runs.submit(Request("u3", "a/x", 3, "u3/y"), None)
+
+
+# ------------------------------------------------------------------------------------------------ the Space restarts
+
+
+def test_a_run_lost_to_a_restart_resumes_from_what_the_hub_kept(world):
+    last = {"run": "gone", "user": ALICE, "upstream": UPSTREAM, "tp": 3, "target": TARGET}
+    assert handlers.lost_run(last, ALICE_V) == explain.interrupted(Request(ALICE, UPSTREAM, 3, TARGET), 0)
+    assert "press Pad to start it again" in handlers.lost_run(last, ALICE_V)
+    # A run that staged shards and stopped (one part of two: staged, never published)
+    staged = cli("mirror", UPSTREAM, "--tp", "3", "--shard-size", SHARD, "--to", TARGET, "--part", "1/2")
+    assert staged.exit_code == 0, staged.output
+    said = handlers.lost_run(last, ALICE_V)
+    assert re.search(r"stopped before it finished, most likely because the Space restarted\. [1-9] finished shard\(s\) "
+                     r"are safe on the Hub: press Pad to resume", said), said
+    assert "staged by a run that did not finish: Pad resumes it" in handlers.target_status(UPSTREAM, 3, TARGET, ALICE_V)
+    run = _wait(handlers.start(_request(), ALICE_V, _runs()))
+    assert run.state == "done" and any(n.startswith("resuming: ") for n in run.notes), run.notes
+    assert run.result["reused"] >= 1
+    assert handlers.lost_run(last, ALICE_V) is None  # finished after all: nothing to say
+    assert handlers.lost_run({**last, "user": CAROL}, ALICE_V) is None  # someone else's browser memory
+
+
+# ------------------------------------------------------------------------------------------------ keep it fresh
+
+
+def test_keep_it_fresh_shows_a_valid_mirrors_entry_and_workflow(tmp_path):
+    from hubpad.formats.mirrors_file import parse_mirrors
+
+    req = Request(ALICE, "meta-llama/Llama-3.1-8B-Instruct", 3, f"{ALICE}/Llama-3.1-8B-Instruct-TP3", private=True,
+                  draft="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", draft_target=f"{ALICE}/EAGLE3-LLaMA3.1-Instruct-8B-TP3")
+    specs = parse_mirrors(view.mirrors_entry(req))
+    assert [(s.upstream, s.resolved_target(ALICE), s.tp, s.private) for s in specs] == [
+        (req.upstream, req.target, 3, True), (req.draft, req.draft_target, 3, False)]
+    assert specs[1].draft_for == req.upstream
+    flow = view.workflow(req, Settings(1, 1, None, "someone/hubpad@" + "a" * 40))
+    data = yaml.safe_load(flow)
+    steps = data["jobs"]["mirror"]["steps"]
+    assert [s.get("with", {}).get("upstream") for s in steps[1:]] == [req.draft, req.upstream]
+    assert all(s["uses"] == "someone/hubpad@" + "a" * 40 and s["with"]["config"] == "hubpad.yaml" for s in steps[1:])
+    from tests.test_action import _actionlint
+
+    binary = _actionlint()
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "hubpad.yml").write_text(flow)
+    lint = subprocess.run([binary, "-no-color", ".github/workflows/hubpad.yml"], cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+# ------------------------------------------------------------------------------------------------ pieces
+
+
+def test_serve_commands_are_read_from_the_cards_sections():
+    card = ("# x\n## Quick start\n### sparkrun (3 nodes)\ntext\n```bash\nsparkrun run a\n```\n### vLLM\n```bash\n"
+            "pip install p\n```\n\n```bash\nvllm serve a \\\n  --tensor-parallel-size 3\n```\n#### On 3 machines with "
+            "one GPU each (DGX Sparks), without sparkrun\n```bash\n# node 1\nvllm serve a\n```\n## Provenance\n"
+            "```bash\nhubpad verify a b\n```\n")
+    ways = serve_commands(card)
+    assert [(w["title"], w["anchor"], w["code"]) for w in ways] == [
+        ("sparkrun, on 3 DGX Sparks", "sparkrun-3-nodes", ["sparkrun run a"]),
+        ("one machine with the GPUs", "vllm", ["pip install p", "vllm serve a \\\n  --tensor-parallel-size 3"]),
+        ("3 machines, without sparkrun", "on-3-machines-with-one-gpu-each-dgx-sparks-without-sparkrun",
+         ["# node 1\nvllm serve a"])]
+
+
+def test_what_the_page_shows_is_escaped():
+    assert view.message("<script>x</script>", "error") == ('<p class="hp-error" role="alert">&lt;script&gt;x&lt;/script'
+                                                          '&gt;</p>')
+    run = Run(Request("u", "a/<b>", 3, "u/<i>"))
+    assert "<b>" not in view.run_view(run, 2, (True, 1)) and "a/&lt;b&gt;" in view.run_view(run, 2, (True, 1))
