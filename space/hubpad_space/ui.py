@@ -8,6 +8,9 @@ next to the workflow snippet the page shows now.
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 import gradio as gr
 from gradio.utils import get_space
 
@@ -73,7 +76,10 @@ def build(settings: Settings | None = None) -> gr.Blocks:
             fresh_workflow = gr.Code(language="yaml", label=".github/workflows/hubpad.yml", interactive=False,
                                      elem_id="hp-fresh-workflow")
         ticker = gr.Timer(1.0, active=False)
-        last = gr.BrowserState(None, storage_key="hubpad-space-last-run")
+        # The browser's memory of the visitor's last run. Its key must outlive a restart of the Space (Gradio's default
+        # is new at every start, which would make a run lost to a restart unreadable): the Space's OAuth secret
+        # is stable. Nothing in it is secret, and a value a visitor edits only ever reaches their own runs.
+        last = gr.BrowserState(None, storage_key="hubpad-space-last-run", secret=_browser_secret())
         auto_target = gr.State("")  # the last default name filled in: replaced as TP changes, unless edited
 
         def queue_of(key: str) -> Runs:
@@ -86,11 +92,11 @@ def build(settings: Settings | None = None) -> gr.Blocks:
             hello = (f"Signed in as **{v.user}**: padded copies are published to your account." if v.signed_in
                      else handlers.SIGN_IN_FIRST)
             box, active = _show_run(last_run, v)
+            busy = view.message(view.queue_line(queue_of("space").size(), queued=active))
             # the visitor's last run (running, or lost to a restart) fills the form again: Pad resumes it
             again = box and (last_run or {}).get("user") == v.user and (last_run or {}).get("upstream")
             model = gr.Dropdown(value=last_run["upstream"], choices=[last_run["upstream"]]) if again else gr.skip()
-            return (hello, box, gr.Timer(active=active), view.message(view.queue_line(queue_of("space").size())),
-                    model)
+            return hello, box, gr.Timer(active=active), busy, model
 
         def _show_run(last_run, v: Visitor) -> tuple[str, bool]:
             runs = queue_of("space")
@@ -106,7 +112,8 @@ def build(settings: Settings | None = None) -> gr.Blocks:
         def on_type(data: gr.KeyUpData, profile: gr.OAuthProfile | None, oauth: gr.OAuthToken | None):
             return gr.Dropdown(choices=handlers.suggestions(data.input_value, who(profile, oauth)))
 
-        upstream.key_up(on_type, inputs=None, outputs=[upstream], trigger_mode="always_last", show_progress="hidden",
+        # "multiple": Gradio 6.31's "always_last" sends a queued key_up with the FIRST pending keystroke's text
+        upstream.key_up(on_type, inputs=None, outputs=[upstream], trigger_mode="multiple", show_progress="hidden",
                         concurrency_limit=8, concurrency_id="search")
 
         def on_model(name, current_target, auto, last_run, profile: gr.OAuthProfile | None,
@@ -161,22 +168,28 @@ def build(settings: Settings | None = None) -> gr.Blocks:
                 req = handlers.make_request(name, chosen, target_name, vis == "private", draft_name, v, settings)
                 run = handlers.start(req, v, runs)
             except ValueError as exc:
-                return view.message(str(exc), "error"), last_run, gr.Timer(active=False), gr.skip(), gr.skip()
+                return (view.message(str(exc), "error"), last_run, gr.Timer(active=False), gr.skip(), gr.skip(),
+                        gr.skip())
             return (view.run_view(run, runs.place(run), runs.size()), view.remembered(run, req),
-                    gr.Timer(active=True), view.mirrors_entry(req), view.workflow(req, settings))
+                    gr.Timer(active=True), view.mirrors_entry(req), view.workflow(req, settings),
+                    view.message(view.queue_line(runs.size(), queued=True)))
 
         pad.click(on_pad, inputs=[upstream, tp, target, visibility, draft, route, last],
-                  outputs=[run_box, last, ticker, fresh_yaml, fresh_workflow], concurrency_limit=4,
+                  outputs=[run_box, last, ticker, fresh_yaml, fresh_workflow, queue_note], concurrency_limit=4,
                   concurrency_id="headers")
 
         def on_tick(last_run, profile: gr.OAuthProfile | None, oauth: gr.OAuthToken | None):
             box, active = _show_run(last_run, who(profile, oauth))
-            return box, gr.Timer(active=active), view.message(view.queue_line(queue_of("space").size()))
+            return box, gr.Timer(active=active), view.message(view.queue_line(queue_of("space").size(), active))
 
         ticker.tick(on_tick, inputs=[last], outputs=[run_box, ticker, queue_note], show_progress="hidden",
                     concurrency_limit=None)
         del fresh_help
     return page
+
+
+def _browser_secret() -> str:
+    return hashlib.sha256(f"hubpad-space:{os.environ.get('OAUTH_CLIENT_SECRET') or ''}".encode()).hexdigest()[:32]
 
 
 def launch(page: gr.Blocks, **kw):

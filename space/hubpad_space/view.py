@@ -140,11 +140,13 @@ def result_view(result: dict, req: Request) -> str:
     return (f'<p class="hp-done">{head}</p>{moved}<p class="hp-links">{" · ".join(links)}</p>{commands}')
 
 
-def queue_line(busy: tuple[bool, int]) -> str:
+def queue_line(busy: tuple[bool, int], queued: bool = False) -> str:
+    """How busy the Space is; to a visitor not in the queue (`queued` False), where a run of theirs would be."""
     running, waiting = busy
     if not running:
         return "The Space is free: a run starts at once."
-    return f"The Space is padding a model now; {waiting} run(s) wait after it. Yours would be number {waiting + 1}."
+    line = f"The Space is padding a model now; {waiting} run(s) wait after it."
+    return line if queued else f"{line} Yours would be number {waiting + 1}."
 
 
 def remembered(run: Run | None, req: Request) -> dict:

@@ -1,0 +1,274 @@
+"""The Space in a real browser: `python space/app.py` served locally against the Hub emulator, driven by the
+distribution's headless Chromium through Playwright, as a user who never opened a terminal would use it.
+
+Sign in (Gradio's local mock), name a model and see the advisor's table, pad it at TP 3 and watch the progress move,
+then `hubpad verify` the derivative; the three refusals a user meets (gated, a target they cannot write to, a model
+that cannot be padded); two users in the queue; and the Space restarting in the middle of a run.
+
+The screenshot in the README is this test's: HUBPAD_UPDATE_SCREENSHOT=1 writes it to docs/space.png.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.emulator_fixtures import ALICE, ALICE_TOKEN, ORG, READER, READER_TOKEN
+from tests.helpers import ROOT, cli_subprocess, tool_missing
+from tests.space_browser import Page, chromium, launch, signed_session_cookie
+from tests.space_fixtures import (CAROL, CAROL_TOKEN, FOREIGN, GATED, REFUSED, UPSTREAM, app_env, free_port,
+                                  seed_space_repos, start_app)
+
+SCREENSHOT = ROOT / "docs" / "space.png"
+
+
+@pytest.fixture(scope="module")
+def browser_tools():
+    if importlib.util.find_spec("playwright") is None or importlib.util.find_spec("gradio") is None:
+        tool_missing("playwright and gradio are not installed (requirements/test.txt locks them)")
+    if chromium() is None:
+        tool_missing("no Chromium from the distribution (apt-get install chromium; .ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """An emulator of its own for the module (the page's process talks to it over HTTP)."""
+    from tests.hub_emulator import HubEmulator
+
+    tmp = tmp_path_factory.mktemp("space-world")
+    hub = HubEmulator(tmp / "hub")
+    hub.add_user(ALICE, ALICE_TOKEN, role="write", orgs=[ORG], fullname="Alice Tester")
+    hub.add_user(READER, READER_TOKEN, role="read", orgs=[ORG], fullname="Bob Reader")
+    hub.user, hub.token = ALICE, ALICE_TOKEN
+    hub.start()
+    seed_space_repos(hub, tmp)
+    (tmp / "hf_home").mkdir()
+    hub.tmp = tmp
+    try:
+        yield hub
+    finally:
+        hub.stop()
+
+
+class App:
+    """`python space/app.py` in a process of its own; restartable on the same port (same origin for the browser)."""
+
+    def __init__(self, world, name: str) -> None:
+        self.port = free_port()
+        self.url = f"http://localhost:{self.port}/"
+        self.log = world.tmp / f"{name}.log"
+        self.env = app_env(world, world.tmp / "hf_home", self.port)
+        self.proc = None
+
+    def start(self) -> "App":
+        self.proc = start_app(self.env, self.log)
+        return self
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def app(world, browser_tools):
+    served = App(world, "app").start()
+    try:
+        yield served
+    finally:
+        served.stop()
+        log = served.log.read_text()
+        assert ALICE_TOKEN not in log and CAROL_TOKEN not in log, "a token reached the Space's log"
+
+
+@pytest.fixture
+def throttled(world):
+    """Slow downloads (~3 MB/s) so that a run lasts long enough to watch: progress, queue, a restart."""
+    world.set_throttle(down_bytes_per_s=3_000_000)
+    yield world
+    world.set_throttle(None, None)
+
+
+def _browser(browser_tools, name: str):
+    return launch(browser_tools, Path(tempfile.mkdtemp(prefix=f"hubpad-chromium-{name}-")))
+
+
+def _verify(world, target: str) -> None:
+    env = {"HF_ENDPOINT": world.endpoint, "HF_TOKEN": ALICE_TOKEN, "HF_HUB_DISABLE_XET": "1",
+           "HF_HOME": str(world.tmp / "hf_home")}
+    r = cli_subprocess("verify", UPSTREAM, target, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for path in world.files(target):
+        assert ALICE_TOKEN.encode() not in world.file_bytes(target, path), path
+
+
+def _staged(world, target: str) -> int:
+    if not world.repo_exists(target) or "hubpad-staging" not in world.branches(target):
+        return 0
+    return sum(p.startswith(".hubpad-staging/") for p in world.files(target, "hubpad-staging"))
+
+
+def test_sign_in_advisor_and_pad_at_tp3(world, app, browser_tools, throttled):
+    context = _browser(browser_tools, "alice")
+    try:
+        page = Page(context.new_page(), app.url).open()
+        assert "Sign in with Hugging Face first" in page.signed_in_as()
+        page.sign_in()
+        assert page.signed_in_as() == f"Signed in as {ALICE}: padded copies are published to your account."
+        # Name the model: the Hub's suggestions, then the advisor's table within seconds
+        started = time.monotonic()
+        page.pick_model(UPSTREAM, typed="tiny")
+        page.advice().locator("table").wait_for(timeout=30_000)
+        assert time.monotonic() - started < 15
+        rows = page.advice().locator("tbody tr")
+        assert rows.count() == 8
+        assert rows.nth(2).get_attribute("data-verdict") == "pad" and "heads 4→6, kv 2→3" in rows.nth(2).inner_text()
+        assert rows.nth(6).get_attribute("data-verdict") == "cannot"
+        assert page.page.locator("#hp-tp input[type=radio]:checked").get_attribute("value") == "3"
+        assert page.target().input_value() == f"{ALICE}/Tiny-Hy3-TP3"
+        page.page.get_by_text(f"{ALICE}/Tiny-Hy3-TP3 does not exist yet: Pad creates it.").wait_for()
+        # Pad: the progress moves, in the CLI's words
+        page.pad()
+        seen = set()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            text = page.run_text()
+            seen.update(re.findall(r"model-\d{5}-of-\d{5}\.safetensors \[[#.]+\]\s+[\d.]+% [\d.]+ [KM]?B/[\d.]+ [KM]B "
+                                   r"[\d.]+ [KM]?B/s ETA \S+", text))
+            if "Done" in text:
+                break
+            time.sleep(0.25)
+        assert len(seen) >= 2, seen  # several different progress lines were shown while it ran
+        text = page.wait_run("Done")
+        assert f"{ALICE}/Tiny-Hy3-TP3 is published (5 shard(s) built, 0 kept)" in text
+        for way in ("Sparkrun, on 3 DGX Sparks", "One machine with the GPUs", "3 machines, without sparkrun"):
+            assert way in text
+        assert page.page.locator(f'#hp-run a[href="{world.endpoint}/{ALICE}/Tiny-Hy3-TP3"]').count() == 1
+        assert "vllm serve alice/Tiny-Hy3-TP3" in text and "--tensor-parallel-size 3" in text
+        page.page.locator("#hp-fresh-box").get_by_text("Keep it up to date").click()
+        page.page.get_by_text("upstream: RedHatAI/Tiny-Hy3").first.wait_for()
+        shot = SCREENSHOT if os.environ.get("HUBPAD_UPDATE_SCREENSHOT") == "1" else world.tmp / "space.png"
+        page.page.screenshot(path=str(shot), full_page=True)
+        assert ALICE_TOKEN not in page.html()
+    finally:
+        context.close()
+    _verify(world, f"{ALICE}/Tiny-Hy3-TP3")
+
+
+def test_the_three_refusals_a_user_meets(world, app, browser_tools):
+    context = _browser(browser_tools, "refusals")
+    try:
+        page = Page(context.new_page(), app.url).open()
+        page.sign_in()
+        # A gated upstream whose terms alice has not accepted
+        page.pick_model(GATED, typed="gated")
+        said = page.advice().locator(".hp-error")
+        said.wait_for(timeout=30_000)
+        assert said.inner_text() == (f"{GATED} is gated: open {world.endpoint}/{GATED}, accept its terms there while "
+                                     f"signed in as {ALICE}, then try again (a request its authors approve by hand can "
+                                     f"take a while).")
+        # A model that cannot be padded at TP 3, with the refusal's reason
+        page.pick_model(REFUSED, typed="two")
+        page.advice().locator("table").wait_for(timeout=30_000)
+        row = page.advice().locator('tr[data-tp="3"]')
+        assert row.get_attribute("data-verdict") == "cannot" and "2 routed experts < tp 3" in row.inner_text()
+        page.pick_tp(3)
+        page.pad()
+        error = page.page.locator("#hp-run .hp-error")
+        error.wait_for(timeout=30_000)
+        assert error.inner_text().startswith(f"{REFUSED} cannot be padded for TP 3: config.json: 2 routed experts "
+                                             f"< tp 3")
+        # A target alice cannot write to
+        page.pick_model(UPSTREAM, typed="tiny-hy3")
+        page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
+        page.set_target(FOREIGN)
+        page.pad()
+        page.page.get_by_text(f"You cannot write to {FOREIGN}: someone is not your account").wait_for(timeout=30_000)
+        assert page.page.locator("#hp-run .hp-error").count() == 1
+    finally:
+        context.close()
+
+
+def test_two_users_queue(world, app, browser_tools, throttled):
+    alice = _browser(browser_tools, "queue-alice")
+    carol = _browser(browser_tools, "queue-carol")
+    try:
+        carol.add_cookies([signed_session_cookie(CAROL, CAROL_TOKEN)])
+        first = Page(alice.new_page(), app.url).open()
+        first.sign_in()
+        second = Page(carol.new_page(), app.url).open()
+        assert second.signed_in_as() == f"Signed in as {CAROL}: padded copies are published to your account."
+        for page, target in ((first, f"{ALICE}/Tiny-Hy3-Queue"), (second, f"{CAROL}/Tiny-Hy3-TP3")):
+            page.pick_model(UPSTREAM, typed="tiny-hy3")
+            page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
+            if page is first:
+                page.set_target(target)
+        assert second.target().input_value() == f"{CAROL}/Tiny-Hy3-TP3"
+        first.pad()
+        first.wait_run("Running")
+        second.pad()
+        waiting = second.wait_run("Waiting in the queue")
+        assert "you are number 1 (1 run(s) ahead of yours" in waiting
+        second.page.locator("#hp-queue").get_by_text("The Space is padding a model now; 1 run(s) wait after it.",
+                                                     exact=True).wait_for(timeout=10_000)
+        assert "Done" in first.wait_run("Done")
+        assert "Running" in second.wait_run("Running", "Done")
+        assert f"{CAROL}/Tiny-Hy3-TP3 is published" in second.wait_run("Done")
+        assert CAROL_TOKEN not in second.html() and ALICE_TOKEN not in first.html()
+    finally:
+        alice.close()
+        carol.close()
+    _verify(world, f"{CAROL}/Tiny-Hy3-TP3")
+
+
+def test_the_space_restarting_mid_run_says_so_and_pad_resumes(world, browser_tools, throttled):
+    own = App(world, "restart").start()
+    target = f"{ALICE}/Tiny-Hy3-Restart"
+    context = _browser(browser_tools, "restart")
+    try:
+        page = Page(context.new_page(), own.url).open()
+        page.sign_in()
+        page.pick_model(UPSTREAM, typed="tiny-hy3")
+        page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
+        page.set_target(target)
+        page.pad()
+        deadline = time.monotonic() + 60
+        while _staged(world, target) < 1:  # at least one finished shard kept on the Hub
+            assert time.monotonic() < deadline, page.run_text()
+            time.sleep(0.05)
+        own.kill()  # the Space restarts: its process and everything in it are gone
+        own.start()
+        page.page.reload()
+        said = page.wait_run("stopped before it finished", timeout=60)
+        assert re.search(r"most likely because the Space restarted\. \d+ finished shard\(s\) are safe on the Hub: "
+                         r"press Pad to resume", said), said
+        # The form is filled again with that run's choices: one press resumes it
+        page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
+        assert page.target().input_value() == target
+        page.pad()
+        done = page.wait_run("Done")
+        assert re.search(r"\(\d shard\(s\) built, [1-9] kept\)", done), done
+        page.page.get_by_text("What the run did").click()
+        assert "resuming: " in page.run_text()
+    finally:
+        context.close()
+        own.stop()
+    _verify(world, target)
