@@ -210,6 +210,26 @@ def test_a_run_pads_publishes_and_links_the_cards_serve_commands(world, tmp_path
     assert again.result["up_to_date"] and "already up to date" in view.run_view(again, 0, (False, 0))
 
 
+def test_a_draft_is_padded_first_and_paired_with_its_target(world, tmp_path):
+    from tests.draft_models import build_eagle3, eagle3_config
+
+    draft = build_eagle3(tmp_path / "draft", eagle3_config("llama"))
+    world.seed("yuhuili/EAGLE3-Tiny", {p.name: p for p in draft.iterdir() if p.is_file()})
+    req = _request(draft="yuhuili/EAGLE3-Tiny")
+    assert req.draft_target == f"{ALICE}/EAGLE3-Tiny-TP3"
+    run = _wait(handlers.start(req, ALICE_V, _runs()))
+    assert run.state == "done", run.error
+    assert run.result["draft"] == {"target": req.draft_target, "url": f"{world.endpoint}/{req.draft_target}"}
+    one_machine = "\n".join(run.result["commands"][1]["code"])
+    assert (f'--speculative-config \'{{"method": "eagle3", "model": "{req.draft_target}", "num_speculative_tokens": '
+            f'3}}\'') in one_machine
+    draft_card = world.file_bytes(req.draft_target, "README.md").decode()
+    assert f"vllm serve {TARGET} --tensor-parallel-size 3" in draft_card  # the draft's card names its target
+    assert json.loads(world.file_bytes(req.draft_target, "hubpad.json"))["serving"]["draft"]["target"] == TARGET
+    entry = view.mirrors_entry(req)
+    assert "draft_for: RedHatAI/Tiny-Hy3" in entry
+
+
 def test_an_upstream_that_moves_during_the_run_is_said(world):
     world.set_throttle(down_bytes_per_s=4_000_000)
     run = handlers.start(_request(), ALICE_V, _runs())
@@ -344,3 +364,43 @@ def test_what_the_page_shows_is_escaped():
                                                           '&gt;</p>')
     run = Run(Request("u", "a/<b>", 3, "u/<i>"))
     assert "<b>" not in view.run_view(run, 2, (True, 1)) and "a/&lt;b&gt;" in view.run_view(run, 2, (True, 1))
+
+
+# ------------------------------------------------------------------------------------------------ deploying it
+
+
+def _front_matter(text: str) -> dict:
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def test_the_spaces_front_matter_matches_the_locks():
+    meta = _front_matter((ROOT / "space" / "README.md").read_text())
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py" and meta["hf_oauth"] is True
+    assert meta["sdk_version"] == gr.__version__  # the Space runs the Gradio the tests ran
+    assert meta["hf_oauth_scopes"] == ["read-repos", "contribute-repos"]  # no jobs, no access to other repos
+    for lock in (ROOT / "space" / "requirements.txt", ROOT / "requirements" / "test.txt"):
+        assert f"\ngradio=={gr.__version__} \\" in lock.read_text()
+    pins = re.findall(r"^([a-z0-9._-]+==\S+) \\", (ROOT / "space" / "requirements.txt").read_text(), re.M)
+    test_pins = set(re.findall(r"^([a-z0-9._-]+==\S+) \\", (ROOT / "requirements" / "test.txt").read_text(), re.M))
+    assert pins and set(pins) <= test_pins  # the Space installs exactly what the tests ran with
+    assert not [p for p in pins if p.startswith(("torch==", "nvidia-", "triton=="))]
+
+
+def test_the_published_space_is_self_contained(hub, tmp_path):
+    sys.path.insert(0, str(ROOT / "space"))
+    import publish
+
+    folder = publish.assemble(tmp_path / "space")
+    probe = ("import sys; sys.path.insert(0, '.'); import hubpad, hubpad_space.ui; "
+             "from hubpad.render.paths import builtin_templates_dir; print(hubpad.__file__); "
+             "print(builtin_templates_dir())")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=folder, capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "GRADIO_ANALYTICS_ENABLED": "False", "HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(folder / "hubpad" / "__init__.py"), str(folder / "templates")]
+    url = publish.publish(f"{ALICE}/hubpad", token=ALICE_TOKEN)
+    assert url.startswith(hub.endpoint)
+    files = hub.files(f"{ALICE}/hubpad", repo_type="space")
+    assert {"app.py", "README.md", "requirements.txt", "hubpad/__init__.py", "hubpad_space/ui.py",
+            "templates/README.md.j2"} <= set(files)
+    assert not [f for f in files if "__pycache__" in f or f.startswith(("tests/", "space/"))]

@@ -48,6 +48,9 @@ def gated(upstream: str, user: str | None) -> str:
 
 def cannot_write(target: str, user: str | None) -> str:
     namespace = target.split("/", 1)[0]
+    if namespace == user:  # the sign-in's scopes (space/README.md): repos this Space created, no others
+        return (f"The Hub refused to let this page write to {target}: a sign-in here may only write to repos this "
+                f"Space created, and {target} was made elsewhere. Choose a new name.")
     mine = f" Choose a name under {user}/ instead." if user else ""
     return (f"You cannot write to {target}: {namespace} is not your account or an organization where you may "
             f"create repos.{mine}")
