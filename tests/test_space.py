@@ -147,7 +147,8 @@ def _request(**kw):
 @pytest.mark.parametrize("kw, words", [
     ({"who": handlers.Visitor()}, handlers.SIGN_IN_FIRST),
     ({"target": FOREIGN}, f"You cannot write to {FOREIGN}: someone is not your account"),
-    ({"target": f"{READER}/x", "who": handlers.Visitor(READER, READER_TOKEN)}, f"You cannot write to {READER}/x"),
+    ({"target": f"{READER}/x", "who": handlers.Visitor(READER, READER_TOKEN)},
+     f"Your sign-in does not let this page create repos in {READER}/ (it may only read)"),
     ({"upstream": REFUSED, "target": f"{ALICE}/x"}, f"{REFUSED} cannot be padded for TP 3: config.json: 2 routed "
                                                    f"experts < tp 3"),
     ({"upstream": GATED, "target": f"{ALICE}/x"}, f"{GATED} is gated"),
@@ -188,6 +189,8 @@ def test_a_run_pads_publishes_and_links_the_cards_serve_commands(world, tmp_path
                for line in run.finished), run.finished
     result = run.result
     assert result["url"] == f"{world.endpoint}/{TARGET}" and result["built"] == 5 and "moved" not in result
+    assert 0 < result["peak_disk"] <= SETTINGS.max_disk  # the scratch disk held to the Space's budget (--max-disk)
+    assert not (SETTINGS.scratch() / run.id).exists()
     titles = [w["title"] for w in result["commands"]]
     assert titles == ["sparkrun, on 3 DGX Sparks", "one machine with the GPUs", "3 machines, without sparkrun"]
     card = world.file_bytes(TARGET, "README.md").decode()

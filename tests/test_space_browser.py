@@ -131,13 +131,18 @@ def test_sign_in_advisor_and_pad_at_tp3(world, app, browser_tools, throttled):
     try:
         page = Page(context.new_page(), app.url).open()
         assert "Sign in with Hugging Face first" in page.signed_in_as()
-        page.sign_in()
-        assert page.signed_in_as() == f"Signed in as {ALICE}: padded copies are published to your account."
-        # Name the model: the Hub's suggestions, then the advisor's table within seconds
+        # Name the model: the Hub's suggestions, then the advisor's table within seconds (no sign-in needed to look)
         started = time.monotonic()
         page.pick_model(UPSTREAM, typed="tiny")
         page.advice().locator("table").wait_for(timeout=30_000)
         assert time.monotonic() - started < 15
+        assert page.target().input_value() == "Tiny-Hy3-TP3"
+        # Signing in reloads the page: the model stays picked, and the copy's name gets the user's namespace
+        page.sign_in()
+        assert page.signed_in_as() == f"Signed in as {ALICE}: padded copies are published to your account."
+        page.advice().locator("table").wait_for(timeout=30_000)
+        page.page.wait_for_function("document.querySelector('#hp-target input, #hp-target textarea').value"
+                                    f" === '{ALICE}/Tiny-Hy3-TP3'", timeout=30_000)
         rows = page.advice().locator("tbody tr")
         assert rows.count() == 8
         assert rows.nth(2).get_attribute("data-verdict") == "pad" and "heads 4→6, kv 2→3" in rows.nth(2).inner_text()

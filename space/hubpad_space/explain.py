@@ -46,11 +46,15 @@ def gated(upstream: str, user: str | None) -> str:
             f"then try again (a request its authors approve by hand can take a while).")
 
 
-def cannot_write(target: str, user: str | None) -> str:
+def cannot_write(target: str, user: str | None, *, refused: bool = True) -> str:
+    """`refused`: the Hub said no to a write (403); else the sign-in itself may create no repo there."""
     namespace = target.split("/", 1)[0]
-    if namespace == user:  # the sign-in's scopes (space/README.md): repos this Space created, no others
+    if namespace == user and refused:  # the sign-in's scopes (space/README.md): repos this Space created, no others
         return (f"The Hub refused to let this page write to {target}: a sign-in here may only write to repos this "
                 f"Space created, and {target} was made elsewhere. Choose a new name.")
+    if namespace == user:
+        return (f"Your sign-in does not let this page create repos in {user}/ (it may only read): sign out, then "
+                f"sign in again and allow it to write.")
     mine = f" Choose a name under {user}/ instead." if user else ""
     return (f"You cannot write to {target}: {namespace} is not your account or an organization where you may "
             f"create repos.{mine}")

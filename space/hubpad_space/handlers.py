@@ -155,7 +155,7 @@ def make_request(upstream: str, tp, target: str, private: bool, draft: str, who:
         raise ValueError(f"The padded copy needs a name of its own, not {upstream}'s.")
     try:
         if target.split("/", 1)[0] not in write_namespaces(api_for(who.token)):
-            raise ValueError(explain.cannot_write(target, who.user))
+            raise ValueError(explain.cannot_write(target, who.user, refused=False))
         plan = make_plan(HubSource(upstream, token=who.token), tp, settings.shard_size)
         if plan.needs_padding:
             target_publisher(target, req.private, who.token, settings).check(plan)  # taken, or not writable

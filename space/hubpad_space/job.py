@@ -4,6 +4,8 @@ user's token and Hub repo ids only (never a local path: a Space's disk is not th
 
 from __future__ import annotations
 
+import shutil
+
 from hubpad.errors import HubpadError
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.adapters.drafts import speculative_config
@@ -41,6 +43,8 @@ def execute(run: Run, settings: Settings) -> None:
         except Exception as exc:  # noqa: BLE001 - said on the page in one line, logged without its token
             log(redact(f"space: run {run.id} failed: {type(exc).__name__}: {exc}", token))
             run.error = f"The run stopped on an unexpected error ({type(exc).__name__}); the Space's log has it."
+        finally:
+            shutil.rmtree(settings.scratch() / run.id, ignore_errors=True)  # what the publisher left: nothing big
 
 
 def _mirror(run: Run, settings: Settings, source: HubSource, target: str, serving: dict, draft_for: str | None = None):
@@ -80,7 +84,7 @@ def _result(run: Run, settings: Settings, source: HubSource, summary) -> dict:
     result = {"target": req.target, "url": f"{hub}/{req.target}", "card": f"{hub}/{req.target}/blob/main/README.md",
               "manifest": f"{hub}/{req.target}/blob/main/{MANIFEST}", "commit": summary.commit,
               "up_to_date": summary.up_to_date, "built": len(summary.shards_built),
-              "reused": len(summary.shards_reused), "seconds": summary.seconds,
+              "reused": len(summary.shards_reused), "seconds": summary.seconds, "peak_disk": summary.peak_disk,
               "commands": serve_commands(card.decode("utf-8", "replace"))}
     if req.draft_target:
         result["draft"] = {"target": req.draft_target, "url": f"{hub}/{req.draft_target}"}

@@ -45,7 +45,7 @@ def build(settings: Settings | None = None) -> gr.Blocks:
     with gr.Blocks(title="hubpad: pad a model for your tensor-parallel size", analytics_enabled=False) as page:
         gr.Markdown(INTRO)
         with gr.Row(equal_height=True):
-            gr.LoginButton(scale=0, min_width=260)
+            gr.LoginButton(scale=0, min_width=330)
             signed = gr.Markdown(elem_id="hp-signed")
         gr.Markdown("## 1. Which model?")
         upstream = gr.Dropdown(label="Model on the Hugging Face Hub", choices=[], value=None, allow_custom_value=True,
@@ -54,7 +54,8 @@ def build(settings: Settings | None = None) -> gr.Blocks:
                                     "press Enter.")
         advice = gr.HTML(elem_id="hp-advice")
         gr.Markdown("## 2. Options")
-        tp = gr.Radio(label=TP_HELP, choices=[], value=None, elem_id="hp-tp")
+        tp = gr.Radio(label=TP_HELP, choices=[], value=None, elem_id="hp-tp",
+                      info="The sizes appear with the advisor's verdict once a model is named.")
         target = gr.Textbox(label="Name of the padded copy", elem_id="hp-target",
                             info="Published to your account: <you>/<model>-TP<tp> unless you change it.")
         visibility = gr.Radio([("Public", "public"), ("Private", "private")], value="public", label="Visibility",
@@ -80,6 +81,7 @@ def build(settings: Settings | None = None) -> gr.Blocks:
         # is new at every start, which would make a run lost to a restart unreadable): the Space's OAuth secret
         # is stable. Nothing in it is secret, and a value a visitor edits only ever reaches their own runs.
         last = gr.BrowserState(None, storage_key="hubpad-space-last-run", secret=_browser_secret())
+        form = gr.BrowserState(None, storage_key="hubpad-space-form", secret=_browser_secret())  # survives sign-in
         auto_target = gr.State("")  # the last default name filled in: replaced as TP changes, unless edited
 
         def queue_of(key: str) -> Runs:
@@ -87,15 +89,17 @@ def build(settings: Settings | None = None) -> gr.Blocks:
 
         # -- page load: who is here, and their run if they have one --------------------------------------------
 
-        def on_load(last_run, profile: gr.OAuthProfile | None, oauth: gr.OAuthToken | None):
+        def on_load(last_run, chosen, profile: gr.OAuthProfile | None, oauth: gr.OAuthToken | None):
             v = who(profile, oauth)
             hello = (f"Signed in as **{v.user}**: padded copies are published to your account." if v.signed_in
                      else handlers.SIGN_IN_FIRST)
             box, active = _show_run(last_run, v)
             busy = view.message(view.queue_line(queue_of("space").size(), queued=active))
-            # the visitor's last run (running, or lost to a restart) fills the form again: Pad resumes it
+            # the visitor's last run (running, or lost to a restart) fills the form again: Pad resumes it; else the
+            # model they had picked before signing in (the sign-in reloads the page)
             again = box and (last_run or {}).get("user") == v.user and (last_run or {}).get("upstream")
-            model = gr.Dropdown(value=last_run["upstream"], choices=[last_run["upstream"]]) if again else gr.skip()
+            name = last_run["upstream"] if again else (chosen or {}).get("upstream")
+            model = gr.Dropdown(value=name, choices=[name]) if name else gr.skip()
             return hello, box, gr.Timer(active=active), busy, model
 
         def _show_run(last_run, v: Visitor) -> tuple[str, bool]:
@@ -105,7 +109,7 @@ def build(settings: Settings | None = None) -> gr.Blocks:
                 return view.run_view(run, runs.place(run), runs.size()), run.active
             return view.message(handlers.lost_run(last_run, v), "error"), False
 
-        page.load(on_load, inputs=[last], outputs=[signed, run_box, ticker, queue_note, upstream])
+        page.load(on_load, inputs=[last, form], outputs=[signed, run_box, ticker, queue_note, upstream])
 
         # -- the model: completion, then the advisor's table ---------------------------------------------------
 
@@ -116,22 +120,26 @@ def build(settings: Settings | None = None) -> gr.Blocks:
         upstream.key_up(on_type, inputs=None, outputs=[upstream], trigger_mode="multiple", show_progress="hidden",
                         concurrency_limit=8, concurrency_id="search")
 
-        def on_model(name, current_target, auto, last_run, profile: gr.OAuthProfile | None,
+        def on_model(name, current_target, auto, last_run, remembered, profile: gr.OAuthProfile | None,
                      oauth: gr.OAuthToken | None):
             v = who(profile, oauth)
             advised = handlers.advise_upstream(name, v, settings)
             if advised.advice is None:
                 return (view.message(advised.error, "error"), gr.Radio(choices=[], value=None), current_target,
-                        auto, "")
+                        auto, "", gr.skip())
             chosen = view.preferred_tp(advised.advice)
             name = advised.upstream
             new_target = _target_for(name, chosen, current_target, auto, v)
-            mine = last_run or {}
-            if mine.get("user") == v.user and mine.get("upstream") == name and advised.row(mine.get("tp")):
-                chosen, new_target = mine["tp"], mine["target"]  # the visitor's last choices for this model
+            for mine in (last_run or {}, remembered or {}):  # the visitor's last choices for this model
+                if mine.get("upstream") == name and advised.row(mine.get("tp")):
+                    chosen = mine["tp"]
+                    own = mine.get("user") == v.user and v.signed_in and mine.get("target")
+                    new_target = mine["target"] if own else handlers.default_target(name, chosen, v)
+                    break
             return (view.advisor_table(advised.advice, chosen),
                     gr.Radio(choices=view.tp_choices(advised.advice), value=chosen), new_target, new_target,
-                    view.message(handlers.target_status(name, chosen, new_target, v)))
+                    view.message(handlers.target_status(name, chosen, new_target, v)),
+                    view.form_memory(name, chosen, new_target, v.user))
 
         def _target_for(name, chosen, current, auto, v: Visitor) -> str:
             """The default name for this model and TP, unless the visitor typed a name of their own."""
@@ -139,23 +147,26 @@ def build(settings: Settings | None = None) -> gr.Blocks:
                 return current
             return handlers.default_target(name, chosen, v) if chosen else ""
 
-        upstream.change(on_model, inputs=[upstream, target, auto_target, last], outputs=[advice, tp, target, auto_target,
-                        target_note], trigger_mode="always_last", concurrency_limit=4, concurrency_id="headers",
+        upstream.change(on_model, inputs=[upstream, target, auto_target, last, form], outputs=[advice, tp, target,
+                        auto_target, target_note, form], trigger_mode="always_last", concurrency_limit=4, concurrency_id="headers",
                         show_progress="full")
 
         def on_tp(name, chosen, current_target, auto, profile: gr.OAuthProfile | None,
                   oauth: gr.OAuthToken | None):
             v = who(profile, oauth)
             new_target = _target_for(name, chosen, current_target, auto, v)
-            return new_target, new_target, view.message(handlers.target_status(name, chosen, new_target, v))
+            return (new_target, new_target, view.message(handlers.target_status(name, chosen, new_target, v)),
+                    view.form_memory(name, chosen, new_target, v.user))
 
-        tp.input(on_tp, inputs=[upstream, tp, target, auto_target], outputs=[target, auto_target, target_note],
+        tp.input(on_tp, inputs=[upstream, tp, target, auto_target], outputs=[target, auto_target, target_note, form],
                  trigger_mode="always_last", concurrency_limit=8, concurrency_id="search")
 
         def on_target(name, chosen, current_target, profile: gr.OAuthProfile | None, oauth: gr.OAuthToken | None):
-            return view.message(handlers.target_status(name, chosen, current_target, who(profile, oauth)))
+            v = who(profile, oauth)
+            return (view.message(handlers.target_status(name, chosen, current_target, v)),
+                    view.form_memory(name, chosen, current_target, v.user))
 
-        gr.on([target.submit, target.blur], on_target, inputs=[upstream, tp, target], outputs=[target_note],
+        gr.on([target.submit, target.blur], on_target, inputs=[upstream, tp, target], outputs=[target_note, form],
               trigger_mode="always_last", concurrency_limit=8, concurrency_id="search")
 
         # -- the run -----------------------------------------------------------------------------------------

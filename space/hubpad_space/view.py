@@ -110,7 +110,8 @@ def run_view(run: Run, place: int, busy: tuple[bool, int]) -> str:
     notes = f'<ul class="hp-notes">{notes}</ul>' if notes else ""
     if run.state == "running":
         return (f'<div class="hp-run" data-state="running"><p><strong>Running: {e(run.phase or "starting")}'
-                f'</strong></p><p class="hp-info">{head}</p>{progress}{notes}</div>')
+                f'</strong></p><p class="hp-info">{head}. You may close this page: the run continues, and opening '
+                f'the page again shows it.</p>{progress}{notes}</div>')
     details = f"<details><summary>What the run did</summary>{progress}{notes}</details>" if progress or notes else ""
     if run.state == "failed":
         return f'<div class="hp-run" data-state="failed">{message(run.error, "error")}{details}</div>'
@@ -153,6 +154,11 @@ def remembered(run: Run | None, req: Request) -> dict:
     """What the browser keeps of the visitor's last run (gr.BrowserState): enough to find it again after a restart."""
     return {"run": run.id if run else None, "user": req.user, "upstream": req.upstream, "tp": req.tp,
             "target": req.target, "at": time.time()}
+
+
+def form_memory(upstream: str, tp, target: str, user: str | None) -> dict:
+    """What the browser keeps of the form (gr.BrowserState), so that signing in (which reloads the page) keeps it."""
+    return {"upstream": upstream, "tp": tp, "target": target, "user": user}
 
 
 # ---------------------------------------------------------------------------------------------------- keep it fresh
