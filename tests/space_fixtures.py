@@ -86,13 +86,12 @@ def start_app(env: dict, log: Path) -> subprocess.Popen:
     raise RuntimeError(f"space/app.py did not answer on {url} within 120 s:\n{log.read_text()[-3000:]}")
 
 
-def main() -> None:  # pragma: no cover - by hand
-    import tempfile
-
+def space_world(tmp: Path):
+    """A started emulator of its own with the fixture's users and repos (the page's process reaches it over HTTP);
+    `hub.tmp` is `tmp`, with an `hf_home/` for the page. The caller stops it."""
     from tests.emulator_fixtures import ALICE, ALICE_TOKEN, ORG, READER, READER_TOKEN
     from tests.hub_emulator import HubEmulator
 
-    tmp = Path(tempfile.mkdtemp(prefix="hubpad-space-dev-"))
     hub = HubEmulator(tmp / "hub")
     hub.add_user(ALICE, ALICE_TOKEN, role="write", orgs=[ORG], fullname="Alice Tester")
     hub.add_user(READER, READER_TOKEN, role="read", orgs=[ORG], fullname="Bob Reader")
@@ -100,6 +99,15 @@ def main() -> None:  # pragma: no cover - by hand
     hub.start()
     seed_space_repos(hub, tmp)
     (tmp / "hf_home").mkdir()
+    hub.tmp = tmp
+    return hub
+
+
+def main() -> None:  # pragma: no cover - by hand
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="hubpad-space-dev-"))
+    hub = space_world(tmp)
     port = int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
     env = app_env(hub, tmp / "hf_home", port, HUBPAD_SPACE_MAX_DISK="12GB")
     proc = start_app(env, tmp / "app.log")

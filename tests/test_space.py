@@ -281,21 +281,30 @@ def test_one_run_at_a_time_first_come_first_served(world):
     assert first.state == second.state == "done" and second.submitted < first.ended <= second.ended
 
 
-def test_a_failing_run_never_stops_the_queue():
+def test_a_failing_run_never_stops_the_queue_and_a_user_has_one_run_at_a_time():
+    import threading
+
+    release = threading.Event()
+
     def execute_or_fail(run):
         if run.request.upstream == "a/boom":
             raise RuntimeError("boom")
+        release.wait(30)
         run.result = {}
 
     runs = Runs(execute_or_fail)
     boom = runs.submit(Request("u1", "a/boom", 3, "u1/x"), "tok-1")
     fine = runs.submit(Request("u2", "a/fine", 3, "u2/x"), "tok-2")
     _wait(boom)
+    while fine.state == "waiting":
+        time.sleep(0.01)
+    with pytest.raises(Busy) as busy:  # u2's run works: a second one of u2's is refused, not queued
+        runs.submit(Request("u2", "a/other", 3, "u2/y"), "tok-3")
+    assert busy.value.run is fine and runs.size() == (True, 0)
+    release.set()
     _wait(fine)
     assert boom.state == "failed" and "unexpected error (RuntimeError)" in boom.error and fine.state == "done"
     assert boom.token is None and fine.token is None
-    with pytest.raises(Busy):
-        runs.submit(Request("u3", "a/slow", 3, "u3/x"), None) and runs.submit(Request("u3", "a/x", 3, "u3/y"), None)
 
 
 # ------------------------------------------------------------------------------------------------ the Space restarts

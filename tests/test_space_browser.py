@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.emulator_fixtures import ALICE, ALICE_TOKEN, ORG, READER, READER_TOKEN
+from tests.emulator_fixtures import ALICE, ALICE_TOKEN
 from tests.helpers import ROOT, cli_subprocess, tool_missing
 from tests.space_browser import Page, chromium, launch, signed_session_cookie
 from tests.space_fixtures import (CAROL, CAROL_TOKEN, FOREIGN, GATED, REFUSED, UPSTREAM, app_env, free_port,
-                                  seed_space_repos, start_app)
+                                  space_world, start_app)
 
 SCREENSHOT = ROOT / "docs" / "space.png"
 
@@ -44,17 +44,7 @@ def browser_tools():
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """An emulator of its own for the module (the page's process talks to it over HTTP)."""
-    from tests.hub_emulator import HubEmulator
-
-    tmp = tmp_path_factory.mktemp("space-world")
-    hub = HubEmulator(tmp / "hub")
-    hub.add_user(ALICE, ALICE_TOKEN, role="write", orgs=[ORG], fullname="Alice Tester")
-    hub.add_user(READER, READER_TOKEN, role="read", orgs=[ORG], fullname="Bob Reader")
-    hub.user, hub.token = ALICE, ALICE_TOKEN
-    hub.start()
-    seed_space_repos(hub, tmp)
-    (tmp / "hf_home").mkdir()
-    hub.tmp = tmp
+    hub = space_world(tmp_path_factory.mktemp("space-world"))
     try:
         yield hub
     finally:
