@@ -90,9 +90,11 @@ def app(world, browser_tools):
 
 
 @pytest.fixture
-def throttled(world):
-    """Slow downloads (~3 MB/s) so that a run lasts long enough to watch: progress, queue, a restart."""
-    world.set_throttle(down_bytes_per_s=3_000_000)
+def throttled(world, request):
+    """Slow downloads (3 MB/s, or the test's `rate` mark) so that a run lasts long enough to watch: progress, the
+    queue, a restart."""
+    mark = request.node.get_closest_marker("rate")
+    world.set_throttle(down_bytes_per_s=mark.args[0] if mark else 3_000_000)
     yield world
     world.set_throttle(None, None)
 
@@ -202,6 +204,7 @@ def test_the_three_refusals_a_user_meets(world, app, browser_tools):
         context.close()
 
 
+@pytest.mark.rate(6_000_000)
 def test_two_users_queue(world, app, browser_tools, throttled):
     alice = _browser(browser_tools, "queue-alice")
     carol = _browser(browser_tools, "queue-carol")
@@ -234,6 +237,7 @@ def test_two_users_queue(world, app, browser_tools, throttled):
     _verify(world, f"{CAROL}/Tiny-Hy3-TP3")
 
 
+@pytest.mark.rate(6_000_000)
 def test_the_space_restarting_mid_run_says_so_and_pad_resumes(world, browser_tools, throttled):
     own = App(world, "restart").start()
     target = f"{ALICE}/Tiny-Hy3-Restart"

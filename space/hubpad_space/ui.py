@@ -72,7 +72,7 @@ def build(settings: Settings | None = None) -> gr.Blocks:
         pad = gr.Button("Pad it", variant="primary", elem_id="hp-pad")
         run_box = gr.HTML(elem_id="hp-run")
         with gr.Accordion("Keep it up to date", open=False, elem_id="hp-fresh-box"):
-            fresh_help = gr.Markdown(view.fresh_help(settings))
+            gr.Markdown(view.fresh_help(settings))
             fresh_yaml = gr.Code(language="yaml", label="hubpad.yaml", interactive=False, elem_id="hp-fresh-yaml")
             fresh_workflow = gr.Code(language="yaml", label=".github/workflows/hubpad.yml", interactive=False,
                                      elem_id="hp-fresh-workflow")
@@ -195,7 +195,6 @@ def build(settings: Settings | None = None) -> gr.Blocks:
 
         ticker.tick(on_tick, inputs=[last], outputs=[run_box, ticker, queue_note], show_progress="hidden",
                     concurrency_limit=None)
-        del fresh_help
     return page
 
 
