@@ -218,3 +218,33 @@ def test_nemotron_h_puzzle_flags_and_minimum_vllm():
     s = adapter_for(dense).serving(dense)
     assert (s["tool_call_parser"], min_vllm(s["vllm_features"])) == (None, {
         "version": "0.17.0", "because": ["a Nemotron-H Puzzle's per-layer MLP widths"]})
+def test_gqa_quirk_families_state_their_minimum_vllm():
+    """The GQA families with config quirks (issue 33), on their published configs (tests/gqa_real.py): parsers, MTP,
+    and the first release of every class, parser and head_dim reading they need (vllm.py, read in the wheels).
+    Cohere2's 0.29.0 is commandr.py's first release that reads config.head_dim; K-EXAONE's published
+    "ExaoneMoEForCausalLM" spelling is registered again only from 0.32.0 (0.27.0-0.31.0 know "ExaoneMoeForCausalLM")."""
+    from tests import bailing_models, gqa_real
+
+    cases = [  # config, tool, reasoning, speculative method, minimum, the first of what sets it
+        (gqa_real.ERNIE_300B, None, None, "mtp", "0.11.0", 'speculative method "mtp"'),
+        (gqa_real.ERNIE_21B, None, None, None, "0.9.2", "Ernie4_5_MoeForCausalLM"),
+        (gqa_real.EXAONE4_32B, "hermes", None, None, "0.10.0", "Exaone4ForCausalLM"),
+        (gqa_real.K_EXAONE, "hermes", None, "mtp", "0.32.0", "ExaoneMoEForCausalLM"),
+        (dict(gqa_real.K_EXAONE, architectures=["ExaoneMoeForCausalLM"]), "hermes", None, "mtp", "0.27.0",
+         "ExaoneMoeForCausalLM"),
+        (gqa_real.COMMAND_A, "cohere_command3", "cohere_command3", None, "0.29.0", "CohereForCausalLM reading head_dim"),
+        (dict(gqa_real.COMMAND_A, model_type="cohere2_moe", architectures=["Cohere2MoeForCausalLM"]),
+         "cohere_command3", "cohere_command3", None, "0.21.0", "Cohere2MoeForCausalLM"),
+        (gqa_real.COMMAND_R_PLUS, None, None, None, "0.29.0", "CohereForCausalLM reading head_dim"),
+        (gqa_real.TRINITY_LARGE, None, None, None, "0.11.1", "AfmoeForCausalLM"),
+        (gqa_real.LAGUNA_XS2, "poolside_v1", "poolside_v1", None, "0.21.0", "LagunaForCausalLM"),
+        (bailing_models.CONFIG, None, None, None, "0.11.0", "BailingMoeV2ForCausalLM"),
+    ]
+    for config, tool, reasoning, method, version, first in cases:
+        s = adapter_for(config).serving(config)
+        assert (s["tool_call_parser"], s["reasoning_parser"]) == (tool, reasoning), config["model_type"]
+        assert (s["speculative_config"] or {}).get("method") == method, config["model_type"]
+        assert all(f in FIRST_RELEASE for f in s["vllm_features"]), (config["model_type"], s["vllm_features"])
+        got = min_vllm(s["vllm_features"])
+        assert (got["version"], got["because"][0].startswith(first)) == (version, True), (config["model_type"], got)
+    assert adapter_for(bailing_models.CONFIG).serving(bailing_models.CONFIG)["extra_args"] == ["--trust-remote-code"]

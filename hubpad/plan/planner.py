@@ -41,6 +41,7 @@ from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import SCALE_CARRIERS, _pad2d, fused_experts_op, scaled, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
+from hubpad.plan.sections import qkv_rows, sections_op
 from hubpad.plan.shards import cut_shards
 from hubpad.source.base import FileEntry, Source
 from hubpad.source.readers import read_header, read_json, weight_files
@@ -164,6 +165,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
+    new_inter = inputs.adapter.tied_intermediate(inputs.text, new_inter)
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
     dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text))
     tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant)
@@ -174,6 +176,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     vocab = _vocab(inputs, tp)
     new_config = {**_new_config(inputs.config, dims, inputs.adapter), **relabelled_config_keys(relabelled)}
     new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
+    inputs.adapter.check_derivative(inputs.adapter.dims_config(new_config), tp)
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,
@@ -449,8 +452,10 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = Fa
             key = role.width_key
             need = 1 if key in gates and lay.name == "dense" else lay.k_align if role.kind == "o" else lay.n_align
             aligns.extra[key] = math.lcm(aligns.of(key), need)
-        elif role.kind == "q":
+        elif role.kind in ("q", "qkv"):  # a fused [q | k | v] layer's q and k/v sections each shard by rank
             aligns.q_n = math.lcm(aligns.q_n, lay.n_align)
+            if role.kind == "qkv":
+                aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
         elif role.kind == "kv":
             aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
         elif role.kind == "o":
@@ -471,7 +476,9 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
                                   adapter: Adapter) -> None:
     """Every padded layer's width must be the one config.json states, before anything is chosen from it."""
     for module, role, lay in distinct:
-        if role.kind in ("q", "kv", "o"):
+        if role.kind == "qkv":
+            attr, want = "out_features", sum(qkv_rows(shape.geometry, shape.heads, shape.kv))
+        elif role.kind in ("q", "kv", "o"):
             attr = "in_features" if role.kind == "o" else "out_features"
             count = (shape.geometry.kv_count(role.width_key, shape.heads, shape.kv) if role.kind == "kv" else
                      shape.geometry.head_count(role.width_key, shape.heads))
@@ -574,7 +581,13 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
         recipe = recipes.get(kind)
         if recipe is None:
             out2, in2 = padded_features(role, lay, shape.geometry, h2, kv2, new_inter)
-            recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role, factor) for suffix, t in params.items()]
+            if role.kind == "qkv":
+                rows, rows2 = qkv_rows(shape.geometry, shape.heads, shape.kv), qkv_rows(shape.geometry, h2, kv2)
+                recipe = recipes[kind] = [_fused_recipe(t, suffix, lay, rows, rows2, in2, role)
+                                          for suffix, t in params.items()]
+            else:
+                recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role, factor)
+                                          for suffix, t in params.items()]
         plans.extend(t if nbytes is None and op.kind == "copy"  # copied as it is: its own plan
                      else TensorPlan(t.name, t.dtype, shape, t, op, t.nbytes if nbytes is None else nbytes)
                      for t, (op, shape, nbytes) in zip(params.values(), recipe))
@@ -649,13 +662,22 @@ def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
     return plan.op, plan.shape, plan.nbytes
 
 
+def _fused_recipe(t: TensorInfo, suffix: str, lay: LinearLayout, rows: list[int], rows2: list[int], in2: int,
+                  role: Role) -> tuple[PadOp, tuple, int | None]:
+    """_recipe's answer for a parameter of a fused [q | k | v] layer (plan/sections.py)."""
+    plan = _finish(t, *sections_op(t, suffix, lay, rows, rows2, in2, role))
+    return plan.op, plan.shape, (None if plan is t else plan.nbytes)
+
+
 def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int, kv2: int,
                     new_inter: dict[str, int]) -> tuple[int, int]:
     """(out, in) features of a padded layer after padding: which one grows depends on its role (and, for head
     layers, on its per-head width; an int `hs` is head_dim everywhere)."""
     out2, in2 = lay.out_features, lay.in_features
     width = HeadShape.of(hs).widths.get(role.width_key, 0)
-    if role.kind == "q":
+    if role.kind == "qkv":
+        out2 = sum(qkv_rows(HeadShape.of(hs), h2, kv2))
+    elif role.kind == "q":
         out2 = HeadShape.of(hs).head_count(role.width_key, h2) * width
     elif role.kind == "kv":
         out2 = HeadShape.of(hs).kv_count(role.width_key, h2, kv2) * width

@@ -26,7 +26,8 @@ L = r"^model\.layers\.(\d+)\."
 class Role:
     """What padding does to a linear layer.
 
-    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads),
+    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads), "qkv" (rows = a fused
+    [q | k | v] of attention then kv heads, each section padded at its end: plan/sections.py),
     "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched). For the head kinds,
     `group` names the per-head width (HeadShape.widths) when it is not the kind's own, as MLA's kv_b_proj.
     """
@@ -200,6 +201,10 @@ class Adapter:
     # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
     # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
     tied_keys: dict[str, str] = field(default_factory=dict)
+    # config key counting the shared experts that vLLM and transformers build as ONE MLP of that many routed experts'
+    # width (moe_intermediate_size x n: ERNIE-4.5, EXAONE MoE, Trinity, Ling, Cohere2-MoE): the "shared" group has no
+    # key of its own, its size follows the routed experts' padded width (`tied_intermediate`), zeros at its end.
+    shared_experts_key: str | None = None
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
@@ -289,10 +294,15 @@ class Adapter:
     def check_tp(self, config: dict, tp: int) -> None:
         """Refuse a TP size this family cannot serve at even after padding: where vLLM's MoE block refuses a TP larger
         than the number of routed experts (`tp_at_most_experts`), that TP."""
-        experts = config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+        experts = routed_experts(config)
         if self.tp_at_most_experts and experts and tp > int(experts):
             raise ConfigError(f"config.json: {experts} routed experts < tp {tp}, and vLLM's {self.name} MoE block "
                               f"refuses a tensor-parallel size larger than the number of experts")
+
+    def check_derivative(self, config: dict, tp: int) -> None:
+        """Refuse a padded config (the language model's part) that vLLM's class would misread at `tp` without an error
+        of its own (Cohere's unchecked heads // tp); `hubpad plan` checks the config it writes, `hubpad verify` the
+        derivative's."""
 
     def layer_qk_norm_of(self, module: str) -> str | None:
         """The module of the norm over all heads that `module` (a q or k projection) feeds, or None."""
@@ -335,7 +345,17 @@ class Adapter:
                 if len(values) > 1:
                     raise HubpadError(f"config.json: {' and '.join(present)} disagree ({sorted(values)})")
                 out[group] = (present, int(config[present[0]]))
+        shared = int(config.get(self.shared_experts_key) or 0) if self.shared_experts_key else 0
+        if shared > 0 and "expert" in out:
+            out["shared"] = ((), out["expert"][1] * shared)
         return out
+
+    def tied_intermediate(self, config: dict, new_inter: dict[str, int]) -> dict[str, int]:
+        """The padded intermediate sizes with the groups that follow another (`shared_experts_key`) set from it."""
+        shared = int(config.get(self.shared_experts_key) or 0) if self.shared_experts_key else 0
+        if shared > 0 and "expert" in new_inter and "shared" in new_inter:
+            return {**new_inter, "shared": new_inter["expert"] * shared}
+        return new_inter
 
     def missing_vllm_keys(self, config: dict) -> list[str]:
         """What config.json (its language model's part) lacks that vLLM's class for the family needs, said plainly."""
@@ -379,6 +399,12 @@ class Adapter:
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""
         return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": []}
+
+
+def routed_experts(config: dict) -> int | None:
+    """The number of routed experts, under whichever key the family's config names it."""
+    return (config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+            or config.get("moe_num_experts"))
 
 
 def mtp_speculative(config: dict) -> dict | None:
