@@ -73,9 +73,10 @@ class Account:
     namespace: str
 
 
-def connect(namespace: str | None = None) -> Account:
-    """The token's account, in `namespace` (default: the token's user)."""
-    api = api_for()
+def connect(namespace: str | None = None, token: str | None = None) -> Account:
+    """The token's account, in `namespace` (default: the token's user). `token`: a given one (a web page's
+    signed-in user), else huggingface_hub's usual one."""
+    api = api_for(token)
     if not api.token:
         raise HubpadError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (a job gets it as its "
                           "HF_TOKEN secret)")
@@ -110,11 +111,12 @@ class Launcher(Account):
         return asked if asked is not None else budget
 
 
-def prepare(settings: Settings) -> Launcher:
-    """Check the token, the namespace, the flavor and the install before anything is started."""
+def prepare(settings: Settings, token: str | None = None) -> Launcher:
+    """Check the token (`token`, else the usual one), the namespace, the flavor and the install before anything is
+    started."""
     timeout_s = parse_duration(settings.timeout)
     install = resolve_install(settings.install)
-    account = connect(settings.namespace)
+    account = connect(settings.namespace, token)
     api = account.api
     with hub_errors("list the Jobs hardware"):
         hardware = {hw.name: hw for hw in api.list_jobs_hardware()}
