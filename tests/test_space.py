@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "space"))
 import gradio as gr  # noqa: E402
 
 from hubpad.util.sizes import parse_size  # noqa: E402
-from hubpad_space import explain, handlers, view  # noqa: E402
+from hubpad_space import explain, fresh, handlers, view  # noqa: E402
 from hubpad_space.card import serve_commands  # noqa: E402
 from hubpad_space.job import execute  # noqa: E402
 from hubpad_space.runs import Busy, Request, Run, Runs  # noqa: E402
@@ -229,7 +229,7 @@ def test_a_draft_is_padded_first_and_paired_with_its_target(world, tmp_path):
     draft_card = world.file_bytes(req.draft_target, "README.md").decode()
     assert f"vllm serve {TARGET} --tensor-parallel-size 3" in draft_card  # the draft's card names its target
     assert json.loads(world.file_bytes(req.draft_target, "hubpad.json"))["serving"]["draft"]["target"] == TARGET
-    entry = view.mirrors_entry(req)
+    entry = fresh.mirrors_entry(req)
     assert "draft_for: RedHatAI/Tiny-Hy3" in entry
 
 
@@ -336,11 +336,11 @@ def test_keep_it_fresh_shows_a_valid_mirrors_entry_and_workflow(tmp_path):
 
     req = Request(ALICE, "meta-llama/Llama-3.1-8B-Instruct", 3, f"{ALICE}/Llama-3.1-8B-Instruct-TP3", private=True,
                   draft="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", draft_target=f"{ALICE}/EAGLE3-LLaMA3.1-Instruct-8B-TP3")
-    specs = parse_mirrors(view.mirrors_entry(req))
+    specs = parse_mirrors(fresh.mirrors_entry(req))
     assert [(s.upstream, s.resolved_target(ALICE), s.tp, s.private) for s in specs] == [
         (req.upstream, req.target, 3, True), (req.draft, req.draft_target, 3, False)]
     assert specs[1].draft_for == req.upstream
-    flow = view.workflow(req, Settings(1, 1, None, "someone/hubpad@" + "a" * 40))
+    flow = fresh.workflow(req, Settings(1, 1, None, "someone/hubpad@" + "a" * 40))
     data = yaml.safe_load(flow)
     steps = data["jobs"]["mirror"]["steps"]
     assert [s.get("with", {}).get("upstream") for s in steps[1:]] == [req.draft, req.upstream]
@@ -389,7 +389,8 @@ def test_the_spaces_front_matter_matches_the_locks():
     meta = _front_matter((ROOT / "space" / "README.md").read_text())
     assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py" and meta["hf_oauth"] is True
     assert meta["sdk_version"] == gr.__version__  # the Space runs the Gradio the tests ran
-    assert meta["hf_oauth_scopes"] == ["read-repos", "contribute-repos"]  # no jobs, no access to other repos
+    # Repos this Space created (no access to other repos of the user's) and Jobs (the job route, the refresh): no more
+    assert meta["hf_oauth_scopes"] == ["read-repos", "contribute-repos", "jobs"]
     for lock in (ROOT / "space" / "requirements.txt", ROOT / "requirements" / "test.txt"):
         assert f"\ngradio=={gr.__version__} \\" in lock.read_text()
     pins = re.findall(r"^([a-z0-9._-]+==\S+) \\", (ROOT / "space" / "requirements.txt").read_text(), re.M)

@@ -340,12 +340,16 @@ def _duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def run(launcher: Launcher, command: Command, *, detach: bool = False, echo: Callable[[str], None] = log):
-    """Start one job and (unless detached) follow it to its end; raises JobFailed unless it completed.
+def run(launcher: Launcher, command: Command, *, detach: bool = False, echo: Callable[[str], None] = log,
+        started: Callable[[object], None] | None = None):
+    """Start one job and (unless detached) follow it to its end; raises JobFailed unless it completed. `started`
+    gets the JobInfo as soon as the job exists (a page links to it).
 
     Ctrl-C while following cancels the job, then stops the command (KeyboardInterrupt goes on up)."""
     job = submit(launcher, command)
     try:
+        if started is not None:
+            started(job)
         echo(f"started job {job.id} on {launcher.flavor} ({launcher.price}, timeout "
              f"{_duration(launcher.timeout_s)}) in {launcher.namespace}, hubpad {launcher.install.pin[:12]}: {job.url}")
         if detach:

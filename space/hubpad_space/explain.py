@@ -60,6 +60,17 @@ def cannot_write(target: str, user: str | None, *, refused: bool = True) -> str:
             f"create repos.{mine}")
 
 
+def jobs_refused(exc: HubError, user: str | None) -> str:
+    """The Hub would not start a job in the user's namespace: 402, no credit to bill it to; 403, the sign-in may not
+    (this Space's sign-in asks for the `jobs` scope; a sign-in made before it did lacks it)."""
+    where = f" {user}" if user else " your account"
+    if exc.status == 402:
+        return (f"Hugging Face Jobs are billed to your account, and{where} has no credit for them: add credits at "
+                f"{Settings.hub_url()}/settings/billing, or run it on this Space instead.")
+    return (f"The Hub did not let this page start a job in{where} (the sign-in may not run Jobs): sign out, sign in "
+            f"again and allow it to run Jobs, or run it on this Space instead.")
+
+
 def not_found(upstream: str) -> str:
     return (f"{upstream} was not found on the Hub (or it is private and your account cannot see it): check the "
             f"name, or pick one from the list.")
@@ -86,6 +97,13 @@ def interrupted(req: Request, staged: int) -> str:
                 f"built again.")
     return (f"Your run of {req.upstream} into {req.target} stopped before it finished, most likely because the "
             f"Space restarted, and had not kept a shard yet: press Pad to start it again.")
+
+
+def interrupted_job(req: Request, jobs: list[str]) -> str:
+    """A run on Jobs that this process no longer follows (the Space restarted): the job itself runs on."""
+    where = f" ({', '.join(jobs)})" if jobs else ""
+    return (f"The Space restarted while following your job for {req.target}{where}: the job runs on in your account, "
+            f"so open its page for its log, and press Pad once it has ended (an up-to-date copy is not padded again).")
 
 
 def _tail(exc: HubpadError | str, token: str | None) -> str:

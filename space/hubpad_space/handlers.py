@@ -20,9 +20,9 @@ from hubpad.source.hub_api import api_for, search_models, write_namespaces
 from hubpad.source.readers import read_json
 from hubpad.util.refs import derive_target, is_repo_id
 
-from hubpad_space import explain
+from hubpad_space import explain, fresh
 from hubpad_space.job import target_publisher
-from hubpad_space.runs import Busy, Request, Run, Runs
+from hubpad_space.runs import ON_JOBS, ON_SPACE, Busy, Request, Run, Runs
 from hubpad_space.settings import Settings
 
 # The access token Gradio puts in a session when it mocks "Sign in with Hugging Face" outside a Space (gradio/oauth.py
@@ -37,6 +37,7 @@ class Visitor:
 
     user: str | None = None
     token: str | bool = field(default=False, repr=False)
+    expires_at: int | None = field(default=None, compare=False)  # when a Space's sign-in ends (its OAuth token)
 
     @property
     def signed_in(self) -> bool:
@@ -47,12 +48,12 @@ def visitor(profile, oauth, on_space: bool) -> Visitor:
     """The visitor from Gradio's OAuth profile and token (each None when signed out)."""
     if profile is None or oauth is None:
         return Visitor()
-    token = oauth.token
+    token, expires_at = oauth.token, oauth.expires_at or None
     if not on_space and token == GRADIO_MOCK_TOKEN:
         from huggingface_hub import get_token
 
-        token = get_token() or False
-    return Visitor(profile.username, token)
+        token, expires_at = get_token() or False, None
+    return Visitor(profile.username, token, expires_at)
 
 
 # ---------------------------------------------------------------------------------------------------- the model
@@ -138,11 +139,14 @@ def target_status(upstream: str, tp: int, target: str, who: Visitor) -> str:
 
 
 def make_request(upstream: str, tp, target: str, private: bool, draft: str, who: Visitor,
-                 settings: Settings) -> Request:
+                 settings: Settings, route: str = ON_SPACE) -> Request:
     """Check everything that can be checked before queueing (in seconds, headers only), and raise ValueError with
-    the sentence for the first problem: a visitor never waits in the queue for a run that cannot work."""
+    the sentence for the first problem: a visitor never waits in the queue (nor pays for a job) for a run that
+    cannot work."""
     if not who.signed_in:
         raise ValueError(SIGN_IN_FIRST)
+    if route == ON_JOBS and settings.jobs_off():
+        raise ValueError("This Space cannot start jobs (it names no hubpad for them to install): run it on this Space.")
     upstream = check_repo_id(upstream, "model to pad")
     target = check_repo_id(target, "padded copy")
     if not tp:
@@ -150,7 +154,7 @@ def make_request(upstream: str, tp, target: str, private: bool, draft: str, who:
     tp = int(tp)
     draft = (draft or "").strip() or None
     req = Request(who.user, upstream, tp, target, bool(private), draft,
-                  default_draft_target(draft, tp, who) if draft else None)
+                  default_draft_target(draft, tp, who) if draft else None, route)
     if upstream.casefold() == target.casefold():
         raise ValueError(f"The padded copy needs a name of its own, not {upstream}'s.")
     try:
@@ -176,9 +180,37 @@ def start(request: Request, who: Visitor, runs: Runs) -> Run:
     try:
         return runs.submit(request, who.token if isinstance(who.token, str) else None)
     except Busy as busy:
-        mine = busy.run.request
-        raise ValueError(f"You already have a run in the queue ({mine.upstream} into {mine.target}): it continues "
-                         f"when you close this page; wait for it to end before starting another.") from None
+        raise ValueError(_busy(busy.run)) from None
+
+
+def _busy(run: Run) -> str:
+    mine = run.request
+    return (f"You already have a run in the queue ({mine.upstream} into {mine.target}): it continues when you close "
+            f"this page; wait for it to end before starting another.")
+
+
+def pad(request: Request, who: Visitor, runs: Runs, settings: Settings, keep_fresh: bool = False
+        ) -> tuple[Run, str | None]:
+    """Start the run; with `keep_fresh`, first make (or renew) the derivative's scheduled refresh on Jobs: the run
+    and its sentence. ValueError with the sentence when either cannot be (then neither is)."""
+    mine = runs.active_run(request.user)
+    if mine is not None:
+        raise ValueError(_busy(mine))
+    said = fresh.keep_fresh(request, who.token, who.expires_at, settings) if keep_fresh else None
+    return start(request, who, runs), said
+
+
+def form_request(upstream: str, tp, target: str, private: bool, draft: str, who: Visitor) -> Request | None:
+    """The form as it stands, unchecked (what "Keep it up to date" shows before Pad is pressed); None while it
+    names no model, TP or copy."""
+    try:
+        upstream, target = check_repo_id(upstream, "model"), check_repo_id(target, "copy")
+        tp = int(tp)
+    except (ValueError, TypeError):
+        return None
+    draft = (draft or "").strip() or None
+    return Request(who.user or "", upstream, tp, target, bool(private), draft,
+                   default_draft_target(draft, tp, who) if draft else None)
 
 
 def lost_run(last: dict | None, who: Visitor) -> str | None:
@@ -197,6 +229,9 @@ def lost_run(last: dict | None, who: Visitor) -> str | None:
         staged = len(staging_records(api_for(who.token), req.target, req.tp))
     except HubpadError:
         staged = 0
+    if last.get("route") == ON_JOBS:
+        return explain.interrupted_job(req, [j["url"] for j in last.get("jobs") or [] if isinstance(j, dict)
+                                             and isinstance(j.get("url"), str)])
     return explain.interrupted(req, staged)
 
 

@@ -1,32 +1,33 @@
 """One run of the Space, start to end, with hubpad's library: plan from headers, mirror with live progress, then
 read back the published card for its serve commands. The same steps `hubpad mirror` takes, with the signed-in
-user's token and Hub repo ids only (never a local path: a Space's disk is not the user's)."""
+user's token and Hub repo ids only (never a local path: a Space's disk is not the user's). A run whose route is
+Jobs goes to on_jobs.py instead."""
 
 from __future__ import annotations
 
 import shutil
 
 from hubpad.errors import HubpadError
-from hubpad.formats.names import MANIFEST
 from hubpad.plan.adapters.drafts import speculative_config
 from hubpad.plan.planner import make_plan
 from hubpad.publish.hub import HubPublisher
-from hubpad.run.check import check_one
 from hubpad.run.mirror import RunHooks, run_mirror
 from hubpad.source.hub import HubSource
-from hubpad.source.hub_api import api_for, read_repo_file
+from hubpad.source.hub_api import api_for
 from hubpad.source.readers import read_json
 from hubpad.util.log import also_log_to, log
 from hubpad.util.redact import redact
 
-from hubpad_space.card import serve_commands
-from hubpad_space.explain import explain, upstream_moved
-from hubpad_space.runs import Run
+from hubpad_space.on_jobs import execute_on_jobs
+from hubpad_space.outcome import after_failure, result
+from hubpad_space.runs import ON_JOBS, Run
 from hubpad_space.settings import Settings
 
 
 def execute(run: Run, settings: Settings) -> None:
     """Run `run` to its end: on success `run.result` holds the links, on failure `run.error` one sentence."""
+    if run.request.route == ON_JOBS:
+        return execute_on_jobs(run, settings)
     req, token = run.request, run.token
     with also_log_to(lambda line: run.notes.append(redact(line, token))):
         try:
@@ -37,9 +38,9 @@ def execute(run: Run, settings: Settings) -> None:
             source = HubSource(req.upstream, token=token or False)
             run.upstream_commit = source.commit
             summary = _mirror(run, settings, source, req.target, serving)
-            run.result = _result(run, settings, source, summary)
+            run.result = result(run, settings, source.commit, _summary(summary))
         except HubpadError as exc:
-            run.error = _after_failure(run, exc)
+            run.error = after_failure(run, exc)
         except Exception as exc:  # noqa: BLE001 - said on the page in one line, logged without its token
             log(redact(f"space: run {run.id} failed: {type(exc).__name__}: {exc}", token))
             run.error = f"The run stopped on an unexpected error ({type(exc).__name__}); the Space's log has it."
@@ -75,33 +76,7 @@ def _mirror_draft(run: Run, settings: Settings) -> dict:
     return spec
 
 
-def _result(run: Run, settings: Settings, source: HubSource, summary) -> dict:
-    """Links to the derivative and its card, the card's serve commands, and whether the upstream moved meanwhile."""
-    req = run.request
-    hub = settings.hub_url()
-    api = api_for(run.token or False)
-    card = read_repo_file(api, req.target, "README.md") or b""
-    result = {"target": req.target, "url": f"{hub}/{req.target}", "card": f"{hub}/{req.target}/blob/main/README.md",
-              "manifest": f"{hub}/{req.target}/blob/main/{MANIFEST}", "commit": summary.commit,
-              "up_to_date": summary.up_to_date, "built": len(summary.shards_built),
-              "reused": len(summary.shards_reused), "seconds": summary.seconds, "peak_disk": summary.peak_disk,
-              "commands": serve_commands(card.decode("utf-8", "replace"))}
-    if req.draft_target:
-        result["draft"] = {"target": req.draft_target, "url": f"{hub}/{req.draft_target}"}
-    now = check_one(req.upstream, req.target, req.tp, None, token=run.token or False)
-    if now["status"] == "stale":  # published from the commit the run pinned, and the upstream has moved since
-        result["moved"] = upstream_moved(req, source.commit, now["upstream_sha"], published=True)
-    return result
-
-
-def _after_failure(run: Run, exc: HubpadError) -> str:
-    """One sentence for a failed run; a run that failed while its upstream moved says that instead."""
-    req = run.request
-    if run.upstream_commit:
-        try:
-            head = check_one(req.upstream, req.target, req.tp, None, token=run.token or False)["upstream_sha"]
-        except HubpadError:
-            head = None
-        if head and head != run.upstream_commit:
-            return upstream_moved(req, run.upstream_commit, head, published=False)
-    return explain(exc, req, token=run.token)
+def _summary(summary) -> dict:
+    """What a Space run tells of itself (hubpad's run Summary)."""
+    return {"commit": summary.commit, "up_to_date": summary.up_to_date, "built": len(summary.shards_built),
+            "reused": len(summary.shards_reused), "seconds": summary.seconds, "peak_disk": summary.peak_disk}

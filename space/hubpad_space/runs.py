@@ -1,4 +1,5 @@
-"""The Space's runs: one mirror at a time, first come first served, and each waiting run's place in the queue.
+"""The Space's runs: one mirror at a time, first come first served, and each waiting run's place in the queue; a run
+on Hugging Face Jobs (in the user's own namespace) starts at once, beside the queue, and this process follows it.
 
 A run lives in this process only. Its user's token is held in memory while the run waits or works and is dropped
 when it ends; it is never written anywhere. A run outlives the browser tab that started it (the page polls it), and
@@ -17,10 +18,13 @@ from dataclasses import dataclass, field
 
 from hubpad.run.progress import Meter
 
+# Where a run executes: this Space's queue, or a job in the user's namespace (billed to them, no queue)
+ON_SPACE, ON_JOBS = "space", "jobs"
+
 
 @dataclass(frozen=True)
 class Request:
-    """What a user asked for: pad `upstream` for `tp` into `target` (and the draft beside it, if any)."""
+    """What a user asked for: pad `upstream` for `tp` into `target` (and the draft beside it, if any), on `route`."""
 
     user: str
     upstream: str
@@ -29,6 +33,7 @@ class Request:
     private: bool = False
     draft: str | None = None
     draft_target: str | None = None
+    route: str = ON_SPACE
 
 
 @dataclass
@@ -41,7 +46,9 @@ class Run:
     state: str = "waiting"  # waiting | running | done | failed
     phase: str = ""  # what a running run is doing, in words
     meter: Meter | None = None  # the shard being streamed now
+    live: str | None = None  # on Jobs: the job's last progress line (Meter's words, read from its log)
     finished: list[str] = field(default_factory=list)  # each built shard's final line, in order
+    jobs: list[dict] = field(default_factory=list)  # on Jobs: each job started ({"id", "url"}), in order
     notes: list[str] = field(default_factory=list)  # the run's log lines (resuming, created repo, warnings)
     upstream_commit: str | None = None  # the upstream commit the run pinned and reads
     result: dict | None = None  # links and commands of the published derivative
@@ -87,6 +94,7 @@ class Runs:
         self._lock = threading.Condition()
         self._waiting: deque[Run] = deque()
         self._current: Run | None = None
+        self._others: list[Run] = []  # running beside the queue (on Jobs)
         self._by_id: dict[str, Run] = {}
         self._worker: threading.Thread | None = None
 
@@ -97,6 +105,12 @@ class Runs:
                 raise Busy(mine)
             run = Run(request, token)
             self._by_id[run.id] = run
+            if request.route != ON_SPACE:  # runs elsewhere: no reason to wait for this Space's queue
+                run.state = "running"
+                self._others.append(run)
+                threading.Thread(target=self._run, args=(run,), name=f"hubpad-space-{request.route}",
+                                 daemon=True).start()
+                return run
             self._waiting.append(run)
             if self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="hubpad-space-runs", daemon=True)
@@ -109,8 +123,8 @@ class Runs:
 
     def active_run(self, user: str) -> Run | None:
         with self._lock:
-            runs = ([self._current] if self._current else []) + list(self._waiting)
-            return next((r for r in runs if r.request.user == user), None)
+            runs = ([self._current] if self._current else []) + list(self._waiting) + self._others
+            return next((r for r in runs if r.request.user == user and r.active), None)
 
     def place(self, run: Run) -> int:
         """0: running now; n >= 1: n-th in line (n - 1 runs wait before it, after the one running)."""
@@ -134,15 +148,21 @@ class Runs:
                     self._lock.wait()
                 run = self._current = self._waiting.popleft()
                 run.state = "running"
-            try:
-                self._execute(run)
-                run.state = "done" if run.error is None else "failed"
-            except BaseException as exc:  # noqa: BLE001 - a run's failure never stops the queue
-                run.state = "failed"
-                run.error = run.error or f"The run stopped on an unexpected error ({type(exc).__name__}); it was logged."
-            finally:
-                run.token = None  # the token lives no longer than the run
-                run.ended = time.time()
-                run.meter = None
-                with self._lock:
+            self._run(run)
+
+    def _run(self, run: Run) -> None:
+        try:
+            self._execute(run)
+            run.state = "done" if run.error is None else "failed"
+        except BaseException as exc:  # noqa: BLE001 - a run's failure never stops the queue
+            run.state = "failed"
+            run.error = run.error or f"The run stopped on an unexpected error ({type(exc).__name__}); it was logged."
+        finally:
+            run.token = None  # the token lives no longer than the run
+            run.ended = time.time()
+            run.meter = run.live = None
+            with self._lock:
+                if run is self._current:
                     self._current = None
+                elif run in self._others:
+                    self._others.remove(run)

@@ -1,9 +1,9 @@
 """The page: Gradio components in three steps (which model, options, pad it), wired to handlers.py.
 
-Where a run executes is a choice of routes (`ROUTES`); this Space's own queue is the only one today. A route that runs
-the mirror as a Hugging Face Job in the user's namespace (hubpad's Jobs issue) plugs in as a second entry, and shows
-the "Where it runs" picker; a scheduled refresh through such a route is the place for a "keep it up to date" checkbox,
-next to the workflow snippet the page shows now.
+Where a run executes is a choice of routes (`routes`): this Space's queue, or, where this Space can pin the hubpad a
+job installs, a job in the user's own namespace on Hugging Face Jobs (billed to them). "Keep it up to date" makes
+the derivative's scheduled refresh there (fresh.py), and always shows the `hubpad.yaml` and the workflow that do the
+same from a repository of the user's own.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import os
 import gradio as gr
 from gradio.utils import get_space
 
-from hubpad_space import handlers, view
+from hubpad.util.log import log
+
+from hubpad_space import fresh, handlers, view
 from hubpad_space.handlers import Visitor
 from hubpad_space.job import execute
-from hubpad_space.runs import Runs
+from hubpad_space.runs import ON_JOBS, ON_SPACE, Runs
 from hubpad_space.settings import Settings
 
 INTRO = """# Pad a model for the GPUs you have
@@ -29,14 +31,22 @@ it to your Hugging Face account with instructions to serve it. Nothing to instal
 TP_HELP = ("Tensor-parallel size (TP): how many GPUs, or DGX Sparks, share the model. Three Sparks: pick 3.")
 
 
-def routes(settings: Settings) -> dict[str, tuple[str, Runs]]:
-    """Where runs execute: value -> (label, queue). Today only this Space, one mirror at a time."""
-    return {"space": ("On this Space: one run at a time, in a queue", Runs(lambda run: execute(run, settings)))}
+def routes(settings: Settings) -> dict[str, str]:
+    """Where runs may execute: value -> label. Jobs only where this Space can pin the hubpad a job installs."""
+    where = {ON_SPACE: "On this Space: free, one run at a time, in a queue"}
+    off = settings.jobs_off()
+    if off:
+        log(f"space: no Jobs route: {off}")
+    else:
+        where[ON_JOBS] = (f"As a job on Hugging Face Jobs in your account, billed to you ({settings.jobs_flavor}, "
+                          f"at most {settings.jobs_timeout}; no queue)")
+    return where
 
 
 def build(settings: Settings | None = None) -> gr.Blocks:
     settings = settings or Settings.from_env()
     where = routes(settings)
+    runs = Runs(lambda run: execute(run, settings))
     on_space = get_space() is not None
 
     def who(profile, oauth) -> Visitor:
@@ -66,13 +76,20 @@ def build(settings: Settings | None = None) -> gr.Blocks:
                                     "families have them). It is padded for the same TP, and the serve command uses it.")
         target_note = gr.HTML(elem_id="hp-target-note")
         gr.Markdown("## 3. Pad it")
-        route = gr.Radio([(label, key) for key, (label, _) in where.items()], value="space", label="Where it runs",
-                         visible=len(where) > 1, elem_id="hp-route")
+        route = gr.Radio([(label, key) for key, label in where.items()], value=ON_SPACE, label="Where it runs",
+                         visible=len(where) > 1, elem_id="hp-route",
+                         info="A job runs on Hugging Face's machines in your account and is billed to it per minute "
+                              "(Jobs need credits on your account); this Space is free but pads one model at a "
+                              "time.")
+        keep = gr.Checkbox(False, label="Keep it up to date: re-pad it when the model changes (checked every 6 hours "
+                                        "by a scheduled job in your account, billed to you)",
+                           visible=ON_JOBS in where, elem_id="hp-keep")
         queue_note = gr.HTML(elem_id="hp-queue")
         pad = gr.Button("Pad it", variant="primary", elem_id="hp-pad")
+        fresh_note = gr.HTML(elem_id="hp-fresh-note")
         run_box = gr.HTML(elem_id="hp-run")
-        with gr.Accordion("Keep it up to date", open=False, elem_id="hp-fresh-box"):
-            gr.Markdown(view.fresh_help(settings))
+        with gr.Accordion("Keep it up to date from a repository of your own", open=False, elem_id="hp-fresh-box"):
+            gr.Markdown(fresh.fresh_help(settings))
             fresh_yaml = gr.Code(language="yaml", label="hubpad.yaml", interactive=False, elem_id="hp-fresh-yaml")
             fresh_workflow = gr.Code(language="yaml", label=".github/workflows/hubpad.yml", interactive=False,
                                      elem_id="hp-fresh-workflow")
@@ -84,9 +101,6 @@ def build(settings: Settings | None = None) -> gr.Blocks:
         form = gr.BrowserState(None, storage_key="hubpad-space-form", secret=_browser_secret())  # survives sign-in
         auto_target = gr.State("")  # the last default name filled in: replaced as TP changes, unless edited
 
-        def queue_of(key: str) -> Runs:
-            return where.get(key or "space", where["space"])[1]
-
         # -- page load: who is here, and their run if they have one --------------------------------------------
 
         def on_load(last_run, chosen, profile: gr.OAuthProfile | None, oauth: gr.OAuthToken | None):
@@ -94,7 +108,7 @@ def build(settings: Settings | None = None) -> gr.Blocks:
             hello = (f"Signed in as **{v.user}**: padded copies are published to your account." if v.signed_in
                      else handlers.SIGN_IN_FIRST)
             box, active = _show_run(last_run, v)
-            busy = view.message(view.queue_line(queue_of("space").size(), queued=active))
+            busy = view.message(view.queue_line(runs.size(), queued=active))
             # the visitor's last run (running, or lost to a restart) fills the form again: Pad resumes it; else the
             # model they had picked before signing in (the sign-in reloads the page)
             again = box and (last_run or {}).get("user") == v.user and (last_run or {}).get("upstream")
@@ -103,7 +117,6 @@ def build(settings: Settings | None = None) -> gr.Blocks:
             return hello, box, gr.Timer(active=active), busy, model
 
         def _show_run(last_run, v: Visitor) -> tuple[str, bool]:
-            runs = queue_of("space")
             run = runs.get((last_run or {}).get("run"))
             if run is not None and run.request.user == v.user:
                 return view.run_view(run, runs.place(run), runs.size()), run.active
@@ -169,31 +182,46 @@ def build(settings: Settings | None = None) -> gr.Blocks:
         gr.on([target.submit, target.blur], on_target, inputs=[upstream, tp, target], outputs=[target_note, form],
               trigger_mode="always_last", concurrency_limit=8, concurrency_id="search")
 
+        # -- keep it up to date: the hubpad.yaml and the workflow of the form as it stands -----------------------
+
+        def on_form(name, chosen, target_name, vis, draft_name, profile: gr.OAuthProfile | None,
+                    oauth: gr.OAuthToken | None):
+            req = handlers.form_request(name, chosen, target_name, vis == "private", draft_name, who(profile, oauth))
+            if req is None:
+                return "", ""
+            return fresh.mirrors_entry(req, settings.shard_size), fresh.workflow(req, settings)
+
+        gr.on([upstream.change, tp.change, target.change, visibility.change, draft.change], on_form,
+              inputs=[upstream, tp, target, visibility, draft], outputs=[fresh_yaml, fresh_workflow],
+              trigger_mode="always_last", show_progress="hidden", concurrency_limit=8, concurrency_id="search")
+
         # -- the run -----------------------------------------------------------------------------------------
 
-        def on_pad(name, chosen, target_name, vis, draft_name, key, last_run, profile: gr.OAuthProfile | None,
+        def on_pad(name, chosen, target_name, vis, draft_name, key, kept, last_run, profile: gr.OAuthProfile | None,
                    oauth: gr.OAuthToken | None):
             v = who(profile, oauth)
-            runs = queue_of(key)
             try:
-                req = handlers.make_request(name, chosen, target_name, vis == "private", draft_name, v, settings)
-                run = handlers.start(req, v, runs)
+                req = handlers.make_request(name, chosen, target_name, vis == "private", draft_name, v, settings,
+                                            key if key in where else ON_SPACE)
+                run, said = handlers.pad(req, v, runs, settings, keep_fresh=bool(kept) and ON_JOBS in where)
             except ValueError as exc:
-                return (view.message(str(exc), "error"), last_run, gr.Timer(active=False), gr.skip(), gr.skip(),
-                        gr.skip())
+                return view.message(str(exc), "error"), last_run, gr.Timer(active=False), gr.skip(), ""
             return (view.run_view(run, runs.place(run), runs.size()), view.remembered(run, req),
-                    gr.Timer(active=True), view.mirrors_entry(req), view.workflow(req, settings),
-                    view.message(view.queue_line(runs.size(), queued=True)))
+                    gr.Timer(active=True), view.message(view.queue_line(runs.size(), queued=True)),
+                    view.message(said, "done"))
 
-        pad.click(on_pad, inputs=[upstream, tp, target, visibility, draft, route, last],
-                  outputs=[run_box, last, ticker, fresh_yaml, fresh_workflow, queue_note], concurrency_limit=4,
+        pad.click(on_pad, inputs=[upstream, tp, target, visibility, draft, route, keep, last],
+                  outputs=[run_box, last, ticker, queue_note, fresh_note], concurrency_limit=4,
                   concurrency_id="headers")
 
         def on_tick(last_run, profile: gr.OAuthProfile | None, oauth: gr.OAuthToken | None):
             box, active = _show_run(last_run, who(profile, oauth))
-            return box, gr.Timer(active=active), view.message(view.queue_line(queue_of("space").size(), active))
+            run = runs.get((last_run or {}).get("run"))
+            known = run is not None and run.jobs and (last_run or {}).get("jobs") != run.jobs
+            return (box, gr.Timer(active=active), view.message(view.queue_line(runs.size(), active)),
+                    {**last_run, "jobs": list(run.jobs)} if known else gr.skip())  # a restart can name the job
 
-        ticker.tick(on_tick, inputs=[last], outputs=[run_box, ticker, queue_note], show_progress="hidden",
+        ticker.tick(on_tick, inputs=[last], outputs=[run_box, ticker, queue_note, last], show_progress="hidden",
                     concurrency_limit=None)
     return page
 

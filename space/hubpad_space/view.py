@@ -1,5 +1,5 @@
 """What the page shows, as HTML fragments: the advisor's table, a run's place in the queue and its progress, the
-result's links and serve commands, one-sentence messages, and the "keep it up to date" snippets.
+result's links and serve commands, and one-sentence messages.
 
 Every value that comes from outside (repo ids, config fields in a refusal's reason, card text) is escaped here.
 """
@@ -9,17 +9,13 @@ from __future__ import annotations
 import html
 import time
 
-import yaml
-
 from hubpad.app.advice_report import ADVICE_HEADER, advice_notes, advice_rows, advice_title
 from hubpad.plan.advisor import Advice
 
 from hubpad_space.runs import Request, Run
-from hubpad_space.settings import ACTION_PLACEHOLDER, Settings
 
 VERDICT_CLASS = {"as is": "hp-asis", "pad": "hp-pad", "cannot": "hp-cannot"}
 VERDICT_WORDS = {"as is": "works as is", "pad": "needs padding", "cannot": "cannot be done"}
-CHECKOUT = "actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8  # v5.0.0"
 
 CSS = """
 .hp-table { border-collapse: collapse; width: 100%; font-size: 0.9em; }
@@ -104,14 +100,17 @@ def run_view(run: Run, place: int, busy: tuple[bool, int]) -> str:
                 f'you are number {place}</strong> ({ahead} run(s) ahead of yours; this Space pads one model at a '
                 f'time).</p><p class="hp-info">{head}. You may close this page: the run continues, and opening the '
                 f'page again shows it.</p></div>')
-    lines = list(run.finished) + ([run.meter.line()] if run.meter is not None else [])
+    now = [run.meter.line()] if run.meter is not None else [run.live] if run.live else []
+    lines = list(run.finished) + now
     progress = f'<pre class="hp-progress">{e(chr(10).join(lines))}</pre>' if lines else ""
     notes = "".join(f"<li>{e(n)}</li>" for n in run.notes)
     notes = f'<ul class="hp-notes">{notes}</ul>' if notes else ""
     if run.state == "running":
+        where = (f'<p class="hp-info">On Hugging Face Jobs in your account: {_job_links(run.jobs)}.</p>'
+                 if run.jobs else "")
         return (f'<div class="hp-run" data-state="running"><p><strong>Running: {e(run.phase or "starting")}'
                 f'</strong></p><p class="hp-info">{head}. You may close this page: the run continues, and opening '
-                f'the page again shows it.</p>{progress}{notes}</div>')
+                f'the page again shows it.</p>{where}{progress}{notes}</div>')
     details = f"<details><summary>What the run did</summary>{progress}{notes}</details>" if progress or notes else ""
     if run.state == "failed":
         return f'<div class="hp-run" data-state="failed">{message(run.error, "error")}{details}</div>'
@@ -123,6 +122,9 @@ def result_view(result: dict, req: Request) -> str:
     took = f" in {result['seconds']:.0f}s" if result.get("seconds") else ""
     if result.get("up_to_date"):
         head = f"{e(req.target)} was already up to date with {e(req.upstream)}: nothing to do."
+    elif result.get("jobs"):
+        head = (f"Done{took}: {e(req.target)} is published, by {_job_links(result['jobs'])} in your account on "
+                f"Hugging Face Jobs.")
     else:
         head = (f"Done{took}: {e(req.target)} is published ({result['built']} shard(s) built, {result['reused']} "
                 f"kept).")
@@ -141,6 +143,11 @@ def result_view(result: dict, req: Request) -> str:
     return (f'<p class="hp-done">{head}</p>{moved}<p class="hp-links">{" · ".join(links)}</p>{commands}')
 
 
+def _job_links(jobs: list[dict]) -> str:
+    """Each job started, linked to its page on the Hub (its log, its cost)."""
+    return ", ".join(f'<a href="{e(j["url"])}" target="_blank">job {e(j["id"])}</a> ({e(j["for"])})' for j in jobs)
+
+
 def queue_line(busy: tuple[bool, int], queued: bool = False) -> str:
     """How busy the Space is; to a visitor not in the queue (`queued` False), where a run of theirs would be."""
     running, waiting = busy
@@ -153,49 +160,9 @@ def queue_line(busy: tuple[bool, int], queued: bool = False) -> str:
 def remembered(run: Run | None, req: Request) -> dict:
     """What the browser keeps of the visitor's last run (gr.BrowserState): enough to find it again after a restart."""
     return {"run": run.id if run else None, "user": req.user, "upstream": req.upstream, "tp": req.tp,
-            "target": req.target, "at": time.time()}
+            "target": req.target, "route": req.route, "at": time.time()}
 
 
 def form_memory(upstream: str, tp, target: str, user: str | None) -> dict:
     """What the browser keeps of the form (gr.BrowserState), so that signing in (which reloads the page) keeps it."""
     return {"upstream": upstream, "tp": tp, "target": target, "user": user}
-
-
-# ---------------------------------------------------------------------------------------------------- keep it fresh
-
-
-def mirrors_entry(req: Request) -> str:
-    """The run as a `hubpad.yaml` (with its draft, when there is one): what a scheduled workflow keeps fresh."""
-    entry = {"upstream": req.upstream, "target": req.target}
-    if req.private:
-        entry["private"] = True
-    mirrors = [entry]
-    if req.draft:
-        mirrors.append({"upstream": req.draft, "target": req.draft_target, "draft_for": req.upstream})
-    text = yaml.safe_dump({"defaults": {"tp": req.tp}, "mirrors": mirrors}, sort_keys=False)
-    return "# hubpad.yaml: the padded copies this repository keeps up to date\n" + text
-
-
-def workflow(req: Request, settings: Settings) -> str:
-    """A GitHub workflow for a repo of the user's own: every 6 hours, re-pad whatever upstream moved (a run that
-    finds its target up to date only asks the Hub and stops)."""
-    steps = [(req.draft, req.draft_target)] if req.draft else []
-    steps.append((req.upstream, req.target))
-    lines = ["# .github/workflows/hubpad.yml", "name: hubpad", "on:", "  schedule:", '    - cron: "17 */6 * * *"',
-             "  workflow_dispatch:", "permissions:", "  contents: read", "jobs:", "  mirror:",
-             "    runs-on: ubuntu-24.04", "    timeout-minutes: 360", "    steps:", f"      - uses: {CHECKOUT}",
-             "        with:", "          persist-credentials: false"]
-    for upstream, target in steps:
-        lines += [f"      - name: keep {target} up to date", f"        uses: {settings.action}", "        with:",
-                  "          config: hubpad.yaml", f"          upstream: {upstream}",
-                  "          hf-token: ${{ secrets.HF_TOKEN }}"]
-    return "\n".join(lines) + "\n"
-
-
-def fresh_help(settings: Settings) -> str:
-    pin = ("" if settings.action != ACTION_PLACEHOLDER else
-           " Replace OWNER/hubpad@COMMIT with the GitHub repository you take hubpad from and the commit you trust.")
-    return ("To keep the padded copy up to date when its upstream changes: in a GitHub repository of your own, add "
-            "these two files, and a secret HF_TOKEN (Settings → Secrets and variables → Actions) holding a Hugging "
-            f"Face token that may write to the padded repo.{pin} The workflow checks every 6 hours and re-pads only "
-            "what changed.")
