@@ -4,7 +4,8 @@
 
 Repos (tiny Hy3-shaped checkpoints, a few MB each): `RedHatAI/Tiny-Hy3` (pads at TP 3), `acme/Tiny-Hy3-Gated` (gated;
 alice has not accepted its terms), `acme/Tiny-Hy3-Two-Experts` (2 routed experts: TP 3 is refused, with vLLM's
-reason), and `someone/Tiny-Hy3-TP3` (a repo alice cannot write to). Users: alice (write, the machine's login, so the
+reason), and `someone/Tiny-Hy3-TP3` (a repo alice cannot write to); its Jobs run this checkout's hubpad as local
+processes (tests/jobs_fixtures.py), pinned to PIN. Users: alice (write, the machine's login, so the
 page's mocked sign-in is hers), bob (read-only token), carol (write; a second user of the queue).
 """
 
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 from hubpad.testing import TINY_HY3, build_tiny_hy3, quant_config, tiny_hy3_tensors, write_checkpoint
+from tests.jobs_fixtures import PIN, job_image
 
 ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM = "RedHatAI/Tiny-Hy3"
@@ -59,7 +61,8 @@ def app_env(hub, hf_home: Path, port: int, **extra: str) -> dict:
                 "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
                 "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
                 "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
-                "HUBPAD_SPACE_SHARD_SIZE": SHARD, "HUBPAD_SPACE_MAX_DISK": "10MB", "PYTHONUNBUFFERED": "1"})
+                "HUBPAD_SPACE_SHARD_SIZE": SHARD, "HUBPAD_SPACE_MAX_DISK": "10MB", "PYTHONUNBUFFERED": "1",
+                "HUBPAD_JOBS_INSTALL": PIN, "HUBPAD_SPACE_JOBS_FLAVOR": "cpu-basic"})
     env.update(extra)
     return env
 
@@ -97,6 +100,7 @@ def space_world(tmp: Path):
     hub.add_user(READER, READER_TOKEN, role="read", orgs=[ORG], fullname="Bob Reader")
     hub.user, hub.token = ALICE, ALICE_TOKEN
     hub.start()
+    job_image(hub, tmp / "image-bin")  # the page's jobs run this checkout's hubpad (tests/hub_jobs.py)
     seed_space_repos(hub, tmp)
     (tmp / "hf_home").mkdir()
     hub.tmp = tmp

@@ -1,6 +1,7 @@
 """The Space's handlers (space/hubpad_space), called directly against the Hub emulator with the real huggingface_hub
 client: sign-in, completion, the advisor, every refusal before the queue, a whole run with its progress and links,
-the queue, a run lost to a restart, and what "keep it up to date" shows. The browser drives the same page in
+the queue, a run lost to a restart, a run as a job on Hugging Face Jobs (the emulator's Jobs run this checkout's
+hubpad), the scheduled refresh and what "keep it up to date" shows. The browser drives the same page in
 test_space_browser.py."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 
 from tests.emulator_fixtures import ALICE, ALICE_TOKEN, ORG, READER, READER_TOKEN
 from tests.helpers import ROOT, cli, tool_missing
+from tests.jobs_fixtures import PIN, jobs_hub  # noqa: F401
 from tests.space_fixtures import CAROL, CAROL_TOKEN, FOREIGN, GATED, REFUSED, SHARD, UPSTREAM, seed_space_repos
 
 if importlib.util.find_spec("gradio") is None:
@@ -29,7 +31,8 @@ from hubpad.util.sizes import parse_size  # noqa: E402
 from hubpad_space import explain, fresh, handlers, view  # noqa: E402
 from hubpad_space.card import serve_commands  # noqa: E402
 from hubpad_space.job import execute  # noqa: E402
-from hubpad_space.runs import Busy, Request, Run, Runs  # noqa: E402
+from hubpad_space.on_jobs import mirror_commands  # noqa: E402
+from hubpad_space.runs import ON_JOBS, Busy, Request, Run, Runs  # noqa: E402
 from hubpad_space.settings import ACTION_PLACEHOLDER, Settings  # noqa: E402
 
 TARGET = f"{ALICE}/Tiny-Hy3-TP3"
@@ -42,6 +45,13 @@ SETTINGS = Settings(shard_size=parse_size(SHARD), max_disk=parse_size("10MB"), w
 def world(hub, tmp_path):
     seed_space_repos(hub, tmp_path)
     return hub
+
+
+@pytest.fixture
+def jobs_world(jobs_hub, tmp_path):
+    """The Space's repos on an emulator whose Jobs run this checkout's hubpad, pinned to PIN (tests/jobs_fixtures.py)."""
+    seed_space_repos(jobs_hub, tmp_path)
+    return jobs_hub
 
 
 def _profile(user: str) -> gr.OAuthProfile:
@@ -307,6 +317,117 @@ def test_a_failing_run_never_stops_the_queue_and_a_user_has_one_run_at_a_time():
     assert boom.token is None and fine.token is None
 
 
+# ------------------------------------------------------------------------------------------------ on Hugging Face Jobs
+
+
+def _no_token_but_the_secret(job_spec: dict) -> None:
+    assert job_spec["secrets"] == {"HF_TOKEN": ALICE_TOKEN}  # the one place the token goes
+    assert ALICE_TOKEN not in json.dumps({k: v for k, v in job_spec.items() if k != "secrets"})
+
+
+def test_a_run_on_jobs_runs_in_the_users_namespace_and_the_page_follows_it(jobs_world):
+    runs = _runs()
+    req = _request(route=ON_JOBS)
+    run = _wait(handlers.start(req, ALICE_V, runs))
+    assert run.state == "done", (run.error, run.notes)
+    (job,) = jobs_world.jobs.jobs.values()
+    assert job.namespace == ALICE and job.stage == "COMPLETED"  # in the user's namespace: billed to them
+    _no_token_but_the_secret(job.spec)
+    # hubpad's own job (run/hf_jobs.py): the pinned install, the flavor's disk budget, the Space's options, the
+    # upstream pinned to the commit the page read
+    script = job.spec["command"][2]
+    assert script.splitlines()[-1] == (f"exec hubpad mirror {UPSTREAM} --to {TARGET} --revision "
+                                       f"{jobs_world.head(UPSTREAM)} --tp 3 --shard-size {SHARD} --max-disk 45GB")
+    assert f"--no-deps 'hubpad @ https://github.com/example/hubpad/archive/{PIN.split('@')[1]}.tar.gz'" in script
+    # The page showed the job's log in the CLI's words: its start, each shard's final line, what it published
+    assert run.jobs == [{"id": job.id, "url": f"{jobs_world.endpoint}/jobs/{ALICE}/{job.id}", "for": UPSTREAM}]
+    assert any(n.startswith(f"started job {job.id} on cpu-upgrade ($0.03/hour, timeout 6h) in {ALICE}, hubpad ")
+               for n in run.notes), run.notes
+    assert len(run.finished) == 5 and all(re.fullmatch(r"model-0000\d-of-00005\.safetensors: [\d.]+ [KM]B in "
+                                                       r"[\d.]+s \([\d.]+ [KM]?B/s\)", f) for f in run.finished)
+    assert any(n.startswith(f"published {TARGET}") for n in run.notes), run.notes
+    page = view.run_view(run, 0, (False, 0))
+    assert f"is published, by <a href=\"{jobs_world.endpoint}/jobs/{ALICE}/{job.id}\"" in page
+    assert [w["title"] for w in run.result["commands"]][0] == "sparkrun, on 3 DGX Sparks"
+    assert cli("verify", UPSTREAM, TARGET).exit_code == 0
+    for path in jobs_world.files(TARGET):
+        assert ALICE_TOKEN.encode() not in jobs_world.file_bytes(TARGET, path), path
+    assert ALICE_TOKEN not in page + json.dumps(run.result) + "".join(run.notes) + jobs_world.jobs.log_text(job.id)
+    # Again: up to date, and no job is started (nor billed) to learn it
+    again = _wait(handlers.start(_request(route=ON_JOBS), ALICE_V, runs))
+    assert again.result["up_to_date"] and len(jobs_world.jobs.jobs) == 1
+
+
+def test_a_draft_on_jobs_is_padded_by_its_own_job_first():
+    req = Request(ALICE, UPSTREAM, 3, TARGET, True, "yuhuili/EAGLE3-Tiny", f"{ALICE}/EAGLE3-Tiny-TP3", ON_JOBS)
+    assert mirror_commands(req, "c" * 40, SETTINGS) == [
+        ("mirror", "yuhuili/EAGLE3-Tiny", "--to", f"{ALICE}/EAGLE3-Tiny-TP3", "--tp", "3", "--shard-size", SHARD,
+         "--private", "--draft-for", TARGET),
+        ("mirror", UPSTREAM, "--to", TARGET, "--revision", "c" * 40, "--tp", "3", "--shard-size", SHARD, "--private",
+         "--draft", f"{ALICE}/EAGLE3-Tiny-TP3")]
+
+
+@pytest.mark.parametrize("status, words", [
+    (402, f"Hugging Face Jobs are billed to your account, and {ALICE} has no credit for them: add credits at "),
+    (403, f"The Hub did not let this page start a job in {ALICE} (the sign-in may not run Jobs): sign out, sign in "
+          f"again and allow it to run Jobs, or run it on this Space instead."),
+])
+def test_a_namespace_that_cannot_run_jobs_is_one_sentence_and_nothing_starts(jobs_world, status, words):
+    jobs_world.jobs.deny(ALICE, status)
+    run = _wait(handlers.start(_request(route=ON_JOBS), ALICE_V, _runs()))
+    assert run.state == "failed" and run.error.startswith(words) and "\n" not in run.error, run.error
+    assert ALICE_TOKEN not in run.error and "--namespace" not in run.error  # the page's words, not the CLI's
+    assert not jobs_world.jobs.jobs and not jobs_world.repo_exists(TARGET)
+    with pytest.raises(ValueError) as said:  # the same sentence when "Keep it up to date" asks for a schedule
+        handlers.pad(_request(), ALICE_V, _runs(), SETTINGS, keep_fresh=True)
+    assert str(said.value).startswith(words) and not jobs_world.jobs.schedules
+
+
+def test_keep_it_fresh_makes_one_schedule_that_refreshes_the_derivative(jobs_world):
+    runs = _runs()
+    expires = int(time.time()) + 86400
+    alice = handlers.Visitor(ALICE, ALICE_TOKEN, expires)
+    run, said = handlers.pad(_request(who=alice), alice, runs, SETTINGS, keep_fresh=True)
+    name = fresh.schedule_name(run.request)
+    assert name == "refresh-alice-Tiny-Hy3-TP3"
+    assert said.startswith(f"Kept up to date: every 6 hours a job in your account (billed to you) checks {UPSTREAM} "
+                           f"and re-pads {TARGET} when it changed (schedule {name};")
+    assert time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(expires)) in said
+    assert _wait(run).state == "done", run.error
+    (sched,) = jobs_world.jobs.schedules.values()
+    assert sched.namespace == ALICE and sched.schedule == "17 */6 * * *"
+    assert sched.job_spec["labels"]["hubpad-schedule"] == name
+    _no_token_but_the_secret(sched.job_spec)
+    # The schedule runs the hubpad.yaml the page shows (the Space's shard size in it, so a refresh builds the same
+    # shards), with the flavor's disk budget added (run/schedule.py)
+    shipped = yaml.safe_load(sched.job_spec["environment"]["HUBPAD_CONFIG_YAML"])
+    assert shipped["mirrors"] == yaml.safe_load(fresh.mirrors_entry(run.request, SETTINGS.shard_size))["mirrors"]
+    assert shipped["defaults"] == {"tp": 3, "shard_size": SHARD, "max_disk": "45GB"}
+    # Made again (a new sign-in's token): renewed, still one schedule
+    run2, said2 = handlers.pad(_request(), ALICE_V, runs, SETTINGS, keep_fresh=True)
+    assert said2.startswith("Renewed: ") and "your Hub login's token" in said2
+    _wait(run2)
+    assert len(jobs_world.jobs.schedules) == 1
+    # The upstream moves; the cron fires: the job re-pads the derivative, which passes `hubpad verify`
+    jobs_world.seed(UPSTREAM, {"README.md": "---\nlicense: other\n---\n# a new card\n"}, message="new card")
+    assert handlers.target_status(UPSTREAM, 3, TARGET, ALICE_V).startswith(f"{TARGET} is behind")
+    job = jobs_world.jobs.fire(next(iter(jobs_world.jobs.schedules)))
+    assert jobs_world.jobs.wait(job.id).stage == "COMPLETED", jobs_world.jobs.log_text(job.id)
+    assert f"published {TARGET}" in jobs_world.jobs.log_text(job.id)
+    assert ALICE_TOKEN not in jobs_world.jobs.log_text(job.id)
+    assert handlers.target_status(UPSTREAM, 3, TARGET, ALICE_V).endswith("Pad has nothing to do.")
+    assert cli("verify", UPSTREAM, TARGET).exit_code == 0
+
+
+def test_a_busy_user_gets_no_schedule_either(jobs_world):
+    runs = Runs(lambda run: time.sleep(0.5))
+    first, _ = handlers.pad(_request(), ALICE_V, runs, SETTINGS)
+    with pytest.raises(ValueError, match="You already have a run in the queue"):
+        handlers.pad(_request(), ALICE_V, runs, SETTINGS, keep_fresh=True)
+    assert not jobs_world.jobs.schedules
+    _wait(first)
+
+
 # ------------------------------------------------------------------------------------------------ the Space restarts
 
 
@@ -328,7 +449,26 @@ def test_a_run_lost_to_a_restart_resumes_from_what_the_hub_kept(world):
     assert handlers.lost_run({**last, "user": CAROL}, ALICE_V) is None  # someone else's browser memory
 
 
+def test_a_job_the_space_stopped_following_runs_on_and_the_page_says_so(world):
+    url = f"{world.endpoint}/jobs/{ALICE}/0123"
+    last = {"run": "gone", "user": ALICE, "upstream": UPSTREAM, "tp": 3, "target": TARGET, "route": ON_JOBS,
+            "jobs": [{"id": "0123", "url": url, "for": UPSTREAM}]}
+    assert handlers.lost_run(last, ALICE_V) == (f"The Space restarted while following your job for {TARGET} ({url}): "
+                                                f"the job runs on in your account, so open its page for its log, and "
+                                                f"press Pad once it has ended (an up-to-date copy is not padded again).")
+
+
 # ------------------------------------------------------------------------------------------------ keep it fresh
+
+
+def test_the_form_as_it_stands_is_what_keep_it_fresh_shows():
+    assert handlers.form_request(UPSTREAM, None, TARGET, False, "", ALICE_V) is None
+    assert handlers.form_request("", 3, TARGET, False, "", ALICE_V) is None
+    req = handlers.form_request(UPSTREAM, 3, TARGET, True, "yuhuili/EAGLE3-Tiny", ALICE_V)
+    assert (req.upstream, req.tp, req.target, req.private, req.draft_target) == (UPSTREAM, 3, TARGET, True,
+                                                                                 f"{ALICE}/EAGLE3-Tiny-TP3")
+    assert "shard_size" not in fresh.mirrors_entry(req, parse_size("5GB"))  # hubpad's default needs no word
+    assert "shard_size: 4MB" in fresh.mirrors_entry(req, parse_size("4MB"))
 
 
 def test_keep_it_fresh_shows_a_valid_mirrors_entry_and_workflow(tmp_path):
@@ -403,17 +543,27 @@ def test_the_published_space_is_self_contained(hub, tmp_path):
     sys.path.insert(0, str(ROOT / "space"))
     import publish
 
-    folder = publish.assemble(tmp_path / "space")
+    install, why = publish.jobs_install(PIN)
+    assert why is None and install == f"hubpad @ https://github.com/example/hubpad/archive/{PIN.split('@')[1]}.tar.gz"
+    assert publish.jobs_install("hubpad>=1")[0] is None  # anything that can move: no Jobs route, and why
     probe = ("import sys; sys.path.insert(0, '.'); import hubpad, hubpad_space.ui; "
              "from hubpad.render.paths import builtin_templates_dir; print(hubpad.__file__); "
-             "print(builtin_templates_dir())")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=folder, capture_output=True, text=True, timeout=120,
-                         env={"PATH": "/usr/bin:/bin", "GRADIO_ANALYTICS_ENABLED": "False", "HOME": str(tmp_path)})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [str(folder / "hubpad" / "__init__.py"), str(folder / "templates")]
-    url = publish.publish(f"{ALICE}/hubpad", token=ALICE_TOKEN)
+             "print(builtin_templates_dir()); from hubpad_space.settings import Settings; s = Settings.from_env(); "
+             "print(s.jobs_install, '|', s.jobs_off())")
+    env = {"PATH": "/usr/bin:/bin", "GRADIO_ANALYTICS_ENABLED": "False", "HOME": str(tmp_path)}
+    for pinned in (install, None):
+        folder = publish.assemble(tmp_path / f"space-{bool(pinned)}", pinned)
+        out = subprocess.run([sys.executable, "-c", probe], cwd=folder, capture_output=True, text=True, timeout=120,
+                             env=env)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[:2] == [str(folder / "hubpad" / "__init__.py"), str(folder / "templates")]
+        # The Space's jobs install what publish.py pinned; without a pin (not a checkout) it offers no Jobs route
+        assert lines[2] == (f"{install} | None" if pinned else "None | this Space names no hubpad for its jobs to "
+                            "install (space/publish.py writes JOBS_INSTALL; or set HUBPAD_JOBS_INSTALL)")
+    url = publish.publish(f"{ALICE}/hubpad", token=ALICE_TOKEN, install=install)
     assert url.startswith(hub.endpoint)
     files = hub.files(f"{ALICE}/hubpad", repo_type="space")
     assert {"app.py", "README.md", "requirements.txt", "hubpad/__init__.py", "hubpad_space/ui.py",
-            "templates/README.md.j2"} <= set(files)
+            "templates/README.md.j2", "JOBS_INSTALL"} <= set(files)
     assert not [f for f in files if "__pycache__" in f or f.startswith(("tests/", "space/"))]
