@@ -93,6 +93,15 @@ class Page:
         self.target().fill(name)
         self.target().press("Enter")
 
+    def run_as_job(self) -> None:
+        """Where it runs: a job on Hugging Face Jobs in the user's account."""
+        self.page.locator("#hp-route label").filter(has_text="As a job on Hugging Face Jobs").click()
+
+    def keep_up_to_date(self) -> None:
+        box = self.page.locator("#hp-keep input[type=checkbox]")
+        if not box.is_checked():
+            box.check()
+
     def pad(self) -> None:
         self.page.locator("#hp-pad").click()
 

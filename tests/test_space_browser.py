@@ -2,8 +2,10 @@
 distribution's headless Chromium through Playwright, as a user who never opened a terminal would use it.
 
 Sign in (Gradio's local mock), name a model and see the advisor's table, pad it at TP 3 and watch the progress move,
-then `hubpad verify` the derivative; the three refusals a user meets (gated, a target they cannot write to, a model
-that cannot be padded); two users in the queue; and the Space restarting in the middle of a run.
+then `hubpad verify` the derivative; the same as a job on Hugging Face Jobs in the user's namespace (the emulator's
+Jobs run this checkout's hubpad), kept up to date by one schedule; the three refusals a user meets (gated, a target
+they cannot write to, a model that cannot be padded); two users in the queue; and the Space restarting in the middle
+of a run.
 
 The screenshot in the README is this test's: HUBPAD_UPDATE_SCREENSHOT=1 writes it to docs/space.png.
 """
@@ -168,6 +170,54 @@ def test_sign_in_advisor_and_pad_at_tp3(world, app, browser_tools, throttled):
     finally:
         context.close()
     _verify(world, f"{ALICE}/Tiny-Hy3-TP3")
+
+
+def test_run_it_as_a_job_and_keep_it_up_to_date(world, app, browser_tools):
+    target = f"{ALICE}/Tiny-Hy3-Job"
+    name = "refresh-alice-Tiny-Hy3-Job"
+    context = _browser(browser_tools, "job")
+    try:
+        page = Page(context.new_page(), app.url).open()
+        page.sign_in()
+        page.pick_model(UPSTREAM, typed="tiny-hy3")
+        page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
+        page.set_target(target)
+        # The hubpad.yaml and the workflow for a repository of one's own are there before anything is pressed
+        page.page.locator("#hp-fresh-box").get_by_text("Keep it up to date from a repository").click()
+        page.page.locator("#hp-fresh-yaml").get_by_text(f"target: {target}").wait_for(timeout=30_000)
+        page.run_as_job()
+        page.keep_up_to_date()
+        page.pad()
+        said = page.page.locator("#hp-fresh-note .hp-done")
+        said.wait_for(timeout=60_000)
+        assert said.inner_text().startswith(f"Kept up to date: every 6 hours a job in your account (billed to you) "
+                                            f"checks {UPSTREAM} and re-pads {target} when it changed (schedule {name};")
+        running = page.wait_run("On Hugging Face Jobs in your account", "Done", timeout=60)
+        done = page.wait_run("Done", timeout=180)
+        (job,) = [j for j in world.jobs.jobs.values() if j.spec["labels"].get("hubpad") == "mirror"]
+        assert job.namespace == ALICE and job.stage == "COMPLETED" and job.spec["flavor"] == "cpu-basic"
+        assert f"is published, by job {job.id} ({UPSTREAM}) in your account on Hugging Face Jobs" in done, done
+        assert "job " in running
+        assert page.page.locator(f'#hp-run a[href="{world.endpoint}/jobs/{ALICE}/{job.id}"]').count() == 1
+        assert "vllm serve alice/Tiny-Hy3-Job" in done and "--tensor-parallel-size 3" in done
+        page.page.get_by_text("What the run did").click()
+        log = page.run_text()
+        assert f"started job {job.id} on cpu-basic" in log and re.search(r"model-00005-of-00005\.safetensors: "
+                                                                        r"[\d.]+ [KM]B in", log), log
+        # Pressed again with the box ticked: nothing to pad (no job), the schedule renewed, still exactly one
+        page.pad()
+        page.wait_run("already up to date", timeout=60)
+        page.page.locator("#hp-fresh-note").get_by_text("Renewed:").wait_for(timeout=30_000)
+        assert [s.job_spec["labels"]["hubpad-schedule"] for s in world.jobs.schedules.values()] == [name]
+        assert len([j for j in world.jobs.jobs.values() if j.spec["labels"].get("hubpad") == "mirror"]) == 1
+        (sched,) = world.jobs.schedules.values()
+        for spec in (job.spec, sched.job_spec):
+            assert spec["secrets"] == {"HF_TOKEN": ALICE_TOKEN}
+            assert ALICE_TOKEN not in str({k: v for k, v in spec.items() if k != "secrets"})
+        assert ALICE_TOKEN not in page.html() and ALICE_TOKEN not in world.jobs.log_text(job.id)
+    finally:
+        context.close()
+    _verify(world, target)
 
 
 def test_the_three_refusals_a_user_meets(world, app, browser_tools):

@@ -100,6 +100,7 @@ def build(settings: Settings | None = None) -> gr.Blocks:
         last = gr.BrowserState(None, storage_key="hubpad-space-last-run", secret=_browser_secret())
         form = gr.BrowserState(None, storage_key="hubpad-space-form", secret=_browser_secret())  # survives sign-in
         auto_target = gr.State("")  # the last default name filled in: replaced as TP changes, unless edited
+        advised_for = gr.State(None)  # the model whose table the page shows
 
         # -- page load: who is here, and their run if they have one --------------------------------------------
 
@@ -133,13 +134,15 @@ def build(settings: Settings | None = None) -> gr.Blocks:
         upstream.key_up(on_type, inputs=None, outputs=[upstream], trigger_mode="multiple", show_progress="hidden",
                         concurrency_limit=8, concurrency_id="search")
 
-        def on_model(name, current_target, auto, last_run, remembered, profile: gr.OAuthProfile | None,
+        def on_model(name, current_target, auto, last_run, remembered, shown, profile: gr.OAuthProfile | None,
                      oauth: gr.OAuthToken | None):
+            if name and name == shown:  # the same model again (the list of suggestions came back late): a second
+                return (gr.skip(),) * 7  # answer would land after the visitor typed a name, and undo it
             v = who(profile, oauth)
             advised = handlers.advise_upstream(name, v, settings)
             if advised.advice is None:
                 return (view.message(advised.error, "error"), gr.Radio(choices=[], value=None), current_target,
-                        auto, "", gr.skip())
+                        auto, "", gr.skip(), None)
             chosen = view.preferred_tp(advised.advice)
             name = advised.upstream
             new_target = _target_for(name, chosen, current_target, auto, v)
@@ -152,7 +155,7 @@ def build(settings: Settings | None = None) -> gr.Blocks:
             return (view.advisor_table(advised.advice, chosen),
                     gr.Radio(choices=view.tp_choices(advised.advice), value=chosen), new_target, new_target,
                     view.message(handlers.target_status(name, chosen, new_target, v)),
-                    view.form_memory(name, chosen, new_target, v.user))
+                    view.form_memory(name, chosen, new_target, v.user), name)
 
         def _target_for(name, chosen, current, auto, v: Visitor) -> str:
             """The default name for this model and TP, unless the visitor typed a name of their own."""
@@ -160,9 +163,9 @@ def build(settings: Settings | None = None) -> gr.Blocks:
                 return current
             return handlers.default_target(name, chosen, v) if chosen else ""
 
-        upstream.change(on_model, inputs=[upstream, target, auto_target, last, form], outputs=[advice, tp, target,
-                        auto_target, target_note, form], trigger_mode="always_last", concurrency_limit=4, concurrency_id="headers",
-                        show_progress="full")
+        upstream.change(on_model, inputs=[upstream, target, auto_target, last, form, advised_for],
+                        outputs=[advice, tp, target, auto_target, target_note, form, advised_for],
+                        trigger_mode="always_last", concurrency_limit=4, concurrency_id="headers", show_progress="full")
 
         def on_tp(name, chosen, current_target, auto, profile: gr.OAuthProfile | None,
                   oauth: gr.OAuthToken | None):
