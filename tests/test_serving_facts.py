@@ -117,7 +117,7 @@ def test_late_2026_families_state_their_minimum_vllm():
     """The late-2026 families' first releases, read in vLLM's wheels (vllm.py): every feature they use is in the table,
     so the card states a minimum; the latest feature sets it (the MTP class for DeepSeek-V3.2 / GLM-5, the class for
     the others). A published config without MTP layers (LongCat-Flash's) needs no MTP class."""
-    from tests import dsa_real, dsv4_real, linear_real, minimax_real
+    from tests import dsa_real, dsv4_real, dsv41_real, linear_real, mimo_real, minimax_real
 
     cases = [  # config, tool, reasoning, minimum, the first of what sets it
         (dsa_real.DEEPSEEK_V32_CONFIG, "deepseek_v32", "deepseek_v3", "0.29.0", "DeepSeek-V3.2 / GLM-5 MTP"),
@@ -128,6 +128,9 @@ def test_late_2026_families_state_their_minimum_vllm():
         (dsa_real.HY4_CONFIG, "hy_v4", "hy_v4", "0.29.0", "HYV4ForCausalLM"),
         (dsa_real.LONGCAT_FLASH_CONFIG, "longcat", None, "0.11.0", "LongcatFlashForCausalLM"),
         (dsv4_real.FLASH_CONFIG, "deepseek_v4", "deepseek_v4", "0.20.0", "DeepseekV4ForCausalLM"),
+        (dsv41_real.FLASH, "deepseek_v41", "deepseek_v41", "0.30.0", "DeepseekV41ForCausalLM"),
+        # MiMo-V2.5 with its tower: MiMoV2OmniForCausalLM from 0.21.0, its fused FP8 qkv_proj read at any TP from 0.31.0
+        (mimo_real.MIMO_V2_5, "mimo", "mimo", "0.31.0", "MiMo-V2.5's fused FP8 qkv_proj"),
         (minimax_real.M3_CONFIG, "minimax_m3", "minimax_m3", "0.24.0", "MiniMaxM3SparseForConditionalGeneration"),
         (linear_real.KIMI_LINEAR_48B_CONFIG, "kimi_k2", None, "0.11.1", "KimiLinearForCausalLM"),
         (linear_real.KIMI_K3_CONFIG, "kimi_k3", "kimi_k3", "0.27.0", "KimiK3ForConditionalGeneration"),
@@ -140,6 +143,10 @@ def test_late_2026_families_state_their_minimum_vllm():
         assert all(f in FIRST_RELEASE for f in s["vllm_features"]), (config["model_type"], s["vllm_features"])
         got = min_vllm(s["vllm_features"])
         assert (got["version"], got["because"][0].startswith(first)) == (version, True), (config["model_type"], got)
+    mimo = adapter_for(mimo_real.MIMO_V2_5).serving(mimo_real.MIMO_V2_5)
+    assert "arch:MiMoV2OmniForCausalLM" in mimo["vllm_features"]  # what vLLM makes of a vision_config
+    v41 = adapter_for(dsv41_real.FLASH).serving(dsv41_real.FLASH)
+    assert v41["speculative_config"] == {"method": "dspark", "num_speculative_tokens": 5}  # vLLM refuses "mtp" on V4.1
     qwen38 = adapter_for(linear_real.QWEN38_FLASH_NEXT_CONFIG).serving(linear_real.QWEN38_FLASH_NEXT_CONFIG)
     assert "spec:qwen4_exp_mtp" in qwen38["vllm_features"] and "spec:qwen3_5_mtp" not in qwen38["vllm_features"]
 

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from hubpad.errors import HubpadError
-from hubpad.plan import gdn
+from hubpad.plan import gdn, tower
 from hubpad.plan.adapters.base import routed_experts
 from hubpad.plan.dims import head_problems, kv_per_rank
 from hubpad.plan.heads import HeadShape
@@ -98,6 +98,7 @@ def _row(s: Survey, tp: int) -> Row:
     after = {d.config_keys[0]: d.after for d in plan.dims if d.config_keys}
     _kv_costs(s, tp, row, after["num_key_value_heads"], after["num_attention_heads"])
     _flop_costs(s, row, after["num_attention_heads"], after["num_key_value_heads"], plan)
+    row.why += s.inputs.adapter.tp_notes(plan.new_config, tp)  # what serving at this TP needs beyond the flags
     if row.vocab_patch:
         v = plan.vocab
         row.why.append(f"vLLM pads the vocab (config.json vocab_size {v['size']}) to {v['padded_to_64']}, a multiple of "
@@ -112,6 +113,8 @@ def _why(s: Survey, tp: int, plan: Plan) -> list[str]:
     why = head_problems(sh.heads, sh.kv, sh.geometry, tp, s.aligns, sh.hidden, s.inputs.adapter)
     if sh.linear is not None:
         why += gdn.problems(sh.linear, tp, s.linear_align)
+    if sh.tower is not None:
+        why += tower.problems(sh.tower, tp)
     for d in plan.dims:
         group = d.name.removesuffix(" intermediate")
         if group in sh.inter and d.after != d.before:

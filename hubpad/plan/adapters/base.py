@@ -72,6 +72,22 @@ class PreshardedQKV:
 
 
 @dataclass(frozen=True)
+class VisionTower:
+    """A vision tower vLLM shards by head over TP (plan/tower.py pads it in whole kv groups): where its dims live in
+    config.json and what each of its padded tensors is.
+
+    `node`: the config.json key of the tower's own config. `keys`: each dim (heads, kv, head_dim, v_dim, inter,
+    hidden, merge) -> its key in that object; `defaults`: the value vLLM's config class takes for a key a config
+    omits. `patterns`: tensor pattern -> plan/tower.py kind ("qkv", "proj", "sinks", "mlp_in", "mlp_out"); the rest
+    of the tower is copied (the adapter's copy patterns name it)."""
+
+    node: str
+    keys: dict[str, str]
+    defaults: dict[str, int]
+    patterns: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class VllmRoute:
     """How a derivative must be served when vLLM's own class for its family would misread the padded config.
 
@@ -174,6 +190,11 @@ class Adapter:
     presharded_qkv: list[tuple[str, "PreshardedQKV"]] = field(default_factory=list)
     # Gated DeltaNet linear-attention tensors (Qwen3.5, Qwen3-Next): pattern -> plan/gdn.py kind.
     linear_attention: list[tuple[str, str]] = field(default_factory=list)
+    # A vision tower vLLM shards by head (plan/tower.py), padded with the language model.
+    vision_tower: VisionTower | None = None
+    # Upstream files copied although their names look like other weight formats (a component's own safetensors in a
+    # folder of its own, as MiMo-V2.5's audio_tokenizer/): fnmatch patterns.
+    keep_files: tuple[str, ...] = ()
     # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py) or "kda" (plan/kda.py, Kimi Delta
     # Attention, whose layers share tensor names with the family's full-attention layers: only the layers
     # `kda.layers(config)` lists are linear attention).
@@ -214,6 +235,10 @@ class Adapter:
         self._presharded_qkv = [(re.compile(p), q) for p, q in self.presharded_qkv]
         self._linear_attention = _alternation([p for p, _ in self.linear_attention])
         self._linear_kinds = [kind for _, kind in self.linear_attention]
+        tower = self.vision_tower.patterns if self.vision_tower else ()
+        self._tower = _alternation([p for p, _ in tower])
+        self._tower_each = [(re.compile(p), kind) for p, kind in tower]
+        self._tower_kinds = [kind for _, kind in tower]
         self._copy_modules = [re.compile(p) for p in self.copy_modules]
         self._copy_params = [re.compile(p) for p in self.copy_params]
         # Planning asks these for every tensor (~185k in Hy3): one regex search instead of up to a dozen. The
@@ -272,6 +297,18 @@ class Adapter:
             return None
         m = self._linear_attention.search(name)
         return self._linear_kinds[int(m.lastgroup[1:])] if m else None
+
+    def tower_kind(self, name: str) -> str | None:
+        """The plan/tower.py kind of a padded vision-tower tensor, or None when `name` is not one."""
+        if self._tower is None:
+            return next((kind for p, kind in self._tower_each if p.search(name)), None)
+        m = self._tower.search(name)
+        return self._tower_kinds[int(m.lastgroup[1:])] if m else None
+
+    def tp_notes(self, config: dict, tp: int) -> list[str]:
+        """What serving the derivative (padded `config`) at `tp` needs beyond the card's command, in sentences: the
+        card's serving notes and the TP advisor's row both say it."""
+        return []
 
     def fused_experts_of(self, name: str) -> "FusedExperts | None":
         """How a fused 3-D expert tensor holds the intermediate dim, or None when `name` is not one."""

