@@ -80,6 +80,13 @@ class Page:
         box.type(typed or repo_id.split("/")[1][:6], delay=40)
         self.page.get_by_role("option", name=repo_id, exact=True).click(timeout=30_000)
 
+    def fill_form(self, repo_id: str, target: str | None = None, typed: str = "tiny-hy3") -> None:
+        """Name the model, wait for its table to offer TP 3 padded, and name the copy (else keep the default)."""
+        self.pick_model(repo_id, typed=typed)
+        self.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
+        if target:
+            self.set_target(target)
+
     def advice(self):
         return self.page.locator("#hp-advice")
 

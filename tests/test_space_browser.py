@@ -179,9 +179,7 @@ def test_run_it_as_a_job_and_keep_it_up_to_date(world, app, browser_tools):
     try:
         page = Page(context.new_page(), app.url).open()
         page.sign_in()
-        page.pick_model(UPSTREAM, typed="tiny-hy3")
-        page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
-        page.set_target(target)
+        page.fill_form(UPSTREAM, target)
         # The hubpad.yaml and the workflow for a repository of one's own are there before anything is pressed
         page.page.locator("#hp-fresh-box").get_by_text("Keep it up to date from a repository").click()
         page.page.locator("#hp-fresh-yaml").get_by_text(f"target: {target}").wait_for(timeout=30_000)
@@ -244,9 +242,7 @@ def test_the_three_refusals_a_user_meets(world, app, browser_tools):
         assert error.inner_text().startswith(f"{REFUSED} cannot be padded for TP 3: config.json: 2 routed experts "
                                              f"< tp 3")
         # A target alice cannot write to
-        page.pick_model(UPSTREAM, typed="tiny-hy3")
-        page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
-        page.set_target(FOREIGN)
+        page.fill_form(UPSTREAM, FOREIGN)
         page.pad()
         page.page.get_by_text(f"You cannot write to {FOREIGN}: someone is not your account").wait_for(timeout=30_000)
         assert page.page.locator("#hp-run .hp-error").count() == 1
@@ -264,11 +260,8 @@ def test_two_users_queue(world, app, browser_tools, throttled):
         first.sign_in()
         second = Page(carol.new_page(), app.url).open()
         assert second.signed_in_as() == f"Signed in as {CAROL}: padded copies are published to your account."
-        for page, target in ((first, f"{ALICE}/Tiny-Hy3-Queue"), (second, f"{CAROL}/Tiny-Hy3-TP3")):
-            page.pick_model(UPSTREAM, typed="tiny-hy3")
-            page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
-            if page is first:
-                page.set_target(target)
+        first.fill_form(UPSTREAM, f"{ALICE}/Tiny-Hy3-Queue")
+        second.fill_form(UPSTREAM)  # carol keeps the default name
         assert second.target().input_value() == f"{CAROL}/Tiny-Hy3-TP3"
         first.pad()
         first.wait_run("Running")
@@ -295,9 +288,7 @@ def test_the_space_restarting_mid_run_says_so_and_pad_resumes(world, browser_too
     try:
         page = Page(context.new_page(), own.url).open()
         page.sign_in()
-        page.pick_model(UPSTREAM, typed="tiny-hy3")
-        page.advice().locator('tr[data-tp="3"][data-verdict="pad"]').wait_for(timeout=30_000)
-        page.set_target(target)
+        page.fill_form(UPSTREAM, target)
         page.pad()
         deadline = time.monotonic() + 60
         while _staged(world, target) < 1:  # at least one finished shard kept on the Hub
