@@ -778,10 +778,16 @@ def test_local_upstream():
     card = "---\nlicense: other\nlicense_name: x\nlicense_link: LICENSE\nbase_model: tencent/Hy3\n---\n"
     result = render(m, card=card)
     meta, body = split_card(result.files["README.md"])
-    assert meta["base_model"] == "tencent/Hy3" and meta["hubpad"]["upstream"] == m["upstream"]["repo"]
+    # a card for a Hub repo is meant for upload: it names the local upstream by its folder's name, never its path
+    assert meta["base_model"] == "tencent/Hy3" and meta["hubpad"]["upstream"] == "Hy3-NVFP4-FP8"
     assert meta["license_link"] == "LICENSE"
     assert any("broken" in w for w in result.warnings)
-    assert "https://huggingface.co//data" not in body and "`/data/models/Hy3-NVFP4-FP8`" in body
+    assert "https://huggingface.co//data" not in body and "`Hy3-NVFP4-FP8` (a local folder)" in body
+    assert all("/data/models" not in text for text in result.files.values())
+    assert "hubpad mirror ./Hy3-NVFP4-FP8 --tp 3" in body
+    local = render(m, card=card, target=None, target_path="/data/out/Hy3-TP3").files  # a local card names it
+    assert "`/data/models/Hy3-NVFP4-FP8` (a local folder)" in local["README.md"]
+    assert "hubpad mirror /data/models/Hy3-NVFP4-FP8 --tp 3" in local["README.md"]
 
 
 def test_card_lists_padded_groups_from_a_real_run(tmp_path):

@@ -237,7 +237,7 @@ def test_find_mirror():
 
 def test_unknown_key_suggests_closest():
     msg = error_of("mirrors:\n  - upstream: a/b\n    shardsize: 5GB\n")
-    assert msg == "hubpad.yaml:2: mirrors[0] (a/b): unknown key 'shardsize'; did you mean 'shard_size'?"
+    assert msg == "hubpad.yaml:3: mirrors[0] (a/b): unknown key 'shardsize'; did you mean 'shard_size'?"  # its line
 
 
 def test_kebab_case_key_suggests_snake_case():
@@ -268,7 +268,7 @@ def test_error_names_the_file_and_the_right_entry(tmp_path):
     path.write_text("mirrors:\n  - upstream: a/b\n  - upstream: c/d\n    tp: 0\n", encoding="utf-8")
     with pytest.raises(HubpadError) as info:
         load_mirrors(path)
-    assert str(info.value) == f"{path}:3: mirrors[1] (c/d): tp must be an integer >= 2, got 0 (tp 1 needs no padding)"
+    assert str(info.value) == f"{path}:4: mirrors[1] (c/d): tp must be an integer >= 2, got 0 (tp 1 needs no padding)"
 
 
 @pytest.mark.parametrize(

@@ -281,7 +281,8 @@ def test_check_config_reports_every_mistake_offline_without_token(tmp_path, monk
     assert r.exit_code == 1 and not r.stdout
     lines = r.stderr.splitlines()
     assert len(lines) == 3 and all(line.startswith("error: ") for line in lines), r.stderr
-    assert "hubpad.yaml:4: mirrors[0] (a/b): unknown key 'shardsize'" in lines[0]
+    assert "hubpad.yaml:5: mirrors[0] (a/b): unknown key 'shardsize'" in lines[0]  # the key's line, not the entry's
+    assert "hubpad.yaml:7: mirrors[1] (c/d): tp must be" in lines[1]
     assert "mirrors[1] (c/d): tp must be an integer" in lines[1] and "mirrors[2] (e/f): max_disk" in lines[2]
     assert len(run("check", "--config", bad).stderr.splitlines()) == 3  # online too, before any request
     good_file = tmp_path / "ok.yaml"
@@ -357,8 +358,9 @@ def test_local_card_names_the_folder_or_the_repo_id_given(good, tmp_path):
     assert r.exit_code == 0 and "hubpad.json" in r.stdout and "vllm serve alice/later" in (dst / "README.md").read_text()
     assert json.loads((dst / "hubpad.json").read_text())["target"]["repo_id"] == "alice/later"
     assert "card is up to date" in run("card", dst).stdout
-    assert "error: --repo-id" in one_error(run("mirror", good, "--tp", "3", "--to", tmp_path / "x", "--repo-id",
-                                               "not a repo"), 1)
+    for command in (("mirror", good, "--tp", "3", "--to", tmp_path / "x"), ("card", dst)):  # a usage mistake: 2
+        assert "'--repo-id': 'not a repo' is not a Hub repo id" in one_error(run(*command, "--repo-id", "not a repo"), 2)
+    assert not (tmp_path / "x").exists()
 
 
 # ------------------------------------------------------------------------------------------------ cards, followed

@@ -45,8 +45,13 @@ class Publisher(ABC):
     summary: Summary
 
     @abstractmethod
+    def inspect(self, plan: Plan) -> dict | None:
+        """The checks `prepare` makes before it writes anything (a refused target raises the same error), reading
+        only: the target's current manifest, if any. A dry run stops here (then `abort`)."""
+
+    @abstractmethod
     def prepare(self, plan: Plan) -> dict | None:
-        """Check the target can take this derivative; return its current manifest, if any."""
+        """Check the target can take this derivative (`inspect`), then get it ready; return its current manifest."""
 
     def find_reusable(self, planned: dict) -> dict | None:
         """The entry of a shard with exactly these inputs already on the target (published or staged), if any."""
@@ -115,8 +120,9 @@ class Publisher(ABC):
         """What the recipe of the already-published derivative pins (None: nothing to pin)."""
         return None
 
-    def update_files(self, files: dict[str, str], message: str) -> dict:
-        """Replace these small files of the published derivative in one step; returns {commit, url}."""
+    def update_files(self, files: dict[str, str], message: str, removed: list[str] = ()) -> dict:
+        """Replace these small files of the published derivative, and delete `removed` (files hubpad wrote there
+        before), in one step; returns {commit, url}."""
         raise NotImplementedError
 
 

@@ -36,7 +36,7 @@ class LocalPublisher(Publisher):
         self.existing: dict | None = None
         self._lock_file = None
 
-    def prepare(self, plan: Plan) -> dict | None:
+    def inspect(self, plan: Plan) -> dict | None:
         existing = None
         if plan.source.kind == "local":  # first: --force cannot help here, so no other error may suggest it
             _check_apart(Path(plan.source.label).expanduser().resolve(), self.dst.resolve(), self.label)
@@ -51,6 +51,10 @@ class LocalPublisher(Publisher):
                                   f"publish into it; its other files are kept)")
         if existing is not None:
             check_replace(existing, plan, self.label, self.force)
+        return existing
+
+    def prepare(self, plan: Plan) -> dict | None:
+        existing = self.inspect(plan)
         self.dst.parent.mkdir(parents=True, exist_ok=True)
         self._lock()
         self.tmp = self.dst.parent / f".{self.dst.name}.hubpad-tmp-{os.getpid()}"
@@ -161,14 +165,22 @@ class LocalPublisher(Publisher):
         p = self.dst / path
         return p.read_bytes() if p.is_file() else None
 
-    def update_files(self, files: dict[str, str], message: str) -> dict:
-        """Each file replaced by a rename (readers see the old text or the new one, never half of either)."""
+    def update_files(self, files: dict[str, str], message: str, removed: list[str] = ()) -> dict:
+        """Each file replaced by a rename (readers see the old text or the new one, never half of either); the
+        removed ones deleted last, with a folder they leave empty (hubpad.json, written before, no longer lists them)."""
         for path, text in files.items():
             p = self.dst / path
             p.parent.mkdir(parents=True, exist_ok=True)
             tmp = p.with_name(f".{p.name}.hubpad-tmp")
             tmp.write_text(text)
             os.replace(tmp, p)
+        for path in removed:
+            p = self.dst / path
+            p.unlink(missing_ok=True)
+            for folder in p.parents:
+                if folder == self.dst or not folder.is_relative_to(self.dst) or any(folder.iterdir()):
+                    break
+                folder.rmdir()
         return {"commit": None, "url": str(self.dst)}
 
     def abort(self) -> None:

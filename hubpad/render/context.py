@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from hubpad import __version__
@@ -75,6 +76,13 @@ class _Upstream:
     def namespace(self) -> str | None:
         return self.repo.split("/", 1)[0] if self.is_hub and "/" in self.repo else None
 
+    def named(self, public: bool) -> str:
+        """How a card names it: a Hub repo by its id, a local upstream by its path, except in a card meant for
+        upload (a Hub target), which names no local path: there only the folder's name."""
+        if self.is_hub or not public:
+            return self.repo
+        return PurePath(self.repo.rstrip("/\\")).name or "upstream"
+
 
 @dataclass
 class _Cards:
@@ -127,7 +135,8 @@ def build_context(
     return {
         **_identity(manifest, target_repo, target_path, upstream, published_commit, tp),
         **_padding(manifest, dims, tp, vocab),
-        **recipe_context(manifest, target_repo or target_path, published_commit, tp, bool(vocab.get("patch_needed"))),
+        **recipe_context(manifest, target_repo or target_path, published_commit, tp, bool(vocab.get("patch_needed")),
+                         target_is_hub=target_repo is not None),
         "copied_files": sorted(copied),
         "generated_files": sorted(str_list(files_section.get("generated"))),
         "base_models": cards.base_models,
@@ -136,7 +145,8 @@ def build_context(
         "license": license_info,
         "library_name": str_or_none(cards.meta.get("library_name")) or DEFAULT_LIBRARY,
         "pipeline_tag": str_or_none(cards.meta.get("pipeline_tag")) or DEFAULT_PIPELINE,
-        "front_matter": dump_front_matter(_front_matter(manifest, upstream, cards, license_info, dims, tp, warnings)),
+        "front_matter": dump_front_matter(_front_matter(manifest, upstream, cards, license_info, dims, tp, warnings,
+                                                        public=target_repo is not None)),
         "shards": [{"name": s["name"], "size": human(int(s.get("size", 0)), 2), "sha256": str(s.get("sha256", ""))[:16]}
                    for s in manifest.get("shards") or []],
         "owner_section": owner if owner is not None else OWNER_PLACEHOLDER,
@@ -254,7 +264,10 @@ def _identity(manifest: dict, target_repo: str | None, target_path: str | None, 
         "target_is_hub": target_repo is not None,
         "target_name": ref.rstrip("/").rsplit("/", 1)[-1],
         "target_namespace": target_repo.split("/", 1)[0] if target_repo else "local",
-        "upstream_repo": upstream.repo,
+        "upstream_repo": upstream.named(public=target_repo is not None),
+        # what `hubpad mirror` is given to reproduce it: in a card for upload, a local upstream as ./<its folder name>
+        "upstream_arg": upstream.repo if upstream.is_hub or target_repo is None
+        else f"./{upstream.named(public=True)}",
         "upstream_is_hub": upstream.is_hub,
         "upstream_namespace": upstream.namespace,
         "upstream_revision": upstream.revision,
@@ -310,7 +323,7 @@ def _padded_groups(value: Any) -> list[dict[str, Any]]:
 
 
 def _front_matter(manifest: dict, upstream: _Upstream, cards: _Cards, license_info: dict, dims: list[dict], tp: int,
-                  warnings: list[str]) -> dict[str, Any]:
+                  warnings: list[str], public: bool) -> dict[str, Any]:
     """The card's YAML front matter as a dict (dumped by yaml, so upstream strings can never break it)."""
     front: dict[str, Any] = {}
     if upstream.is_hub:
@@ -330,7 +343,7 @@ def _front_matter(manifest: dict, upstream: _Upstream, cards: _Cards, license_in
     front["tags"] = _dedupe(str_list(cards.meta.get("tags")) + [f"tensor-parallel-{tp}", "hubpad", "sparkrun"]
                             + _format_tags(manifest.get("quantization") or {}))
     front["hubpad"] = {
-        "upstream": upstream.repo,
+        "upstream": upstream.named(public),
         "upstream_revision": upstream.commit or (str_or_none((manifest.get("upstream") or {}).get("digest"))
                                                  if not upstream.is_hub else None) or "local directory",
         "tp": tp,

@@ -17,7 +17,7 @@ from typing import ContextManager, Protocol
 
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.manifest import dumps, is_fresh
-from hubpad.formats.names import INDEX, MANIFEST
+from hubpad.formats.names import BUILT, INDEX, MANIFEST
 from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
 from hubpad.plan.adapters.vllm import min_vllm
 from hubpad.plan.model import Plan, ShardPlan
@@ -127,8 +127,8 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     except BaseException:  # a refused or unreachable target: nothing of this run may stay behind (scratch, locks)
         publisher.abort()
         raise
-    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)
-    if is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards]):
+    upstream_sha, fresh = _verdict(plan, publisher, existing)
+    if fresh:
         return _settle_up_to_date(plan, publisher, existing)
     inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
     try:
@@ -149,6 +149,29 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     return summary
 
 
+def preview(plan: Plan, publisher: Publisher) -> dict:
+    """What `run_mirror` would do, writing nothing (`--dry-run`): the same checks of the target (a refusal raises
+    the same error) and the same freshness rule, so a dry run reaches the run's verdict."""
+    _check_needs_padding(plan)
+    try:
+        existing = publisher.inspect(plan)
+        _, fresh = _verdict(plan, publisher, existing)
+    finally:
+        publisher.abort()
+    return {"dry_run": True, "target": publisher.label, "upstream": plan.source.label,
+            "upstream_commit": plan.source.commit, "up_to_date": fresh, "would_publish": not fresh,
+            "bytes_out": plan.bytes_out, "shards": len(plan.shards),
+            "holds": None if existing is None else {"upstream": (existing.get("upstream") or {}).get("repo"),
+                                                    "tp": existing.get("tp")}}
+
+
+def _verdict(plan: Plan, publisher: Publisher, existing: dict | None) -> tuple[dict[str, str | None], bool]:
+    """The one rule for "up to date" (a run and a dry run both ask it): the target's hubpad.json records this
+    upstream state, padded for this TP into these shards. Returns the upstream weight files' sha256 as known."""
+    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)
+    return upstream_sha, is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards])
+
+
 def _log_route(plan: Plan) -> None:
     """A derivative vLLM must serve through another class says so where the user looks first (the card says more)."""
     if plan.vllm_route:
@@ -160,10 +183,14 @@ def _start_summary(plan: Plan, publisher: Publisher) -> Summary:
     summary = publisher.summary
     summary.target = publisher.label
     summary.upstream_commit = plan.source.commit
+    _check_needs_padding(plan)
+    return summary
+
+
+def _check_needs_padding(plan: Plan) -> None:
     if not plan.needs_padding:
         raise ConfigError(f"{plan.source.label} already shards at tp={plan.tp}; nothing to pad "
                           f"(stock TP values that work: {plan.upstream_tp_values})")
-    return summary
 
 
 def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summary:
@@ -284,7 +311,7 @@ def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict]
                            templates_dir: Path | None, serving_overrides: dict | None) -> dict:
     """Copy the other upstream files, then write config, index, card, recipe, patch and hubpad.json."""
     upstream_files = _upstream_file_records(plan, publisher, inputs)
-    generated = ["config.json", INDEX, MANIFEST]
+    generated = list(BUILT)
     manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated,
                               _serving(plan, serving_overrides))
     if plan.source.kind == "local":
