@@ -53,6 +53,7 @@ def hy3_manifest() -> dict:
         "tp": 3,
         "architecture": {"adapter": "hy_v3", "model_type": "hy_v3", "architectures": ["HYV3ForCausalLM"]},
         "quantization": {"method": "compressed-tensors", "formats": ["fp8-block", "nvfp4"], "weight_only_nvfp4": False},
+        "lossless": {"mechanisms": ["heads.own_kv", "mlp.channels"], "formats": ["fp8-block", "nvfp4"]},
         "dims": [
             {"name": "attention heads", "config_key": "num_attention_heads", "before": 64, "after": 72},
             {"name": "kv heads", "config_key": "num_key_value_heads", "before": 8, "after": 9},

@@ -81,6 +81,7 @@ class Manifest(TypedDict, total=False):
     tp: int
     architecture: dict[str, Any]  # {adapter, model_type, architectures, relabelled?, vllm_route?}
     quantization: dict[str, Any]  # {method, formats, weight_only_nvfp4}
+    lossless: dict[str, list[str]]  # {mechanisms, formats}: why the outputs do not change (plan/lossless.py)
     dims: list[DimRecord]
     config_changes: dict[str, list[Any]]
     tensors: TensorsRecord
@@ -94,7 +95,7 @@ class Manifest(TypedDict, total=False):
 
 # What each top-level key holds when present: the engine, the card and the Action read these without more checks.
 _TOP_LEVEL = {"hubpad_version": str, "format_version": int, "created": str, "upstream": dict, "target": dict, "tp": int,
-              "architecture": dict, "quantization": dict, "dims": list, "config_changes": dict, "tensors": dict,
+              "architecture": dict, "quantization": dict, "lossless": dict, "dims": list, "config_changes": dict, "tensors": dict,
               "vocab": dict, "rank_table": list, "serving": dict, "shards": list, "files": dict,
               "published_commit": str}
 

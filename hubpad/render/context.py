@@ -11,6 +11,7 @@ from typing import Any
 
 from hubpad import __version__
 from hubpad.errors import HubpadError
+from hubpad.plan import lossless
 from hubpad.plan.vllm_route import route_flags
 from hubpad.render.license import resolve_license
 from hubpad.render.markup import dump_front_matter
@@ -51,15 +52,6 @@ def _dedupe(items: list[str]) -> list[str]:
     """Order-preserving de-duplication."""
     seen: set[str] = set()
     return [x for x in items if not (x in seen or seen.add(x))]
-
-
-def _dim_kind(config_key: str) -> str:
-    """Which lossless argument applies to a padded dimension: attention heads, MLP width, or something else."""
-    if "head" in config_key:
-        return "attention"
-    if "intermediate" in config_key:
-        return "mlp"
-    return "other"
 
 
 @dataclass
@@ -283,23 +275,23 @@ def _identity(manifest: dict, target_repo: str | None, target_path: str | None, 
 
 def _padding(manifest: dict, dims: list[dict], tp: int, vocab: dict) -> dict[str, Any]:
     """What padding changed: dims, GQA groups, the per-rank table, tensors and the vocab patch."""
-    changed = [d for d in dims if d["before"] != d["after"]]
     by_key = {d.get("config_key"): d for d in dims}
-    gqa = None
+    group = None  # query heads per kv head, when padding kept it (whole groups)
     q, kv = by_key.get("num_attention_heads"), by_key.get("num_key_value_heads")
-    if q and kv and kv["before"] and kv["after"] and q["before"] % kv["before"] == 0 and q["after"] % kv["after"] == 0:
-        gqa = {"before": q["before"] // kv["before"], "after": q["after"] // kv["after"]}
+    if q and kv and all(isinstance(d.get(k), int) and d[k] > 0 for d in (q, kv) for k in ("before", "after")):
+        if q["before"] % kv["before"] == 0 and q["before"] // kv["before"] * kv["after"] == q["after"]:
+            group = q["before"] // kv["before"]
     tensors = manifest.get("tensors") or {}
     vocab_patch = bool(vocab.get("patch_needed"))
+    rescaled = [g for g in _padded_groups(tensors.get("padded_groups")) if g["scale"] is not None]
     return {
         "dims": dims,
-        "changed_dims": changed,
-        "changed_kinds": sorted({_dim_kind(str(d.get("config_key", ""))) for d in changed}),
-        "gqa": gqa,
         "rank_table": manifest.get("rank_table") or [],
         "tensors": {"total": tensors.get("total"), "padded": tensors.get("padded"), "copied": tensors.get("copied"),
                     "padded_groups": _padded_groups(tensors.get("padded_groups"))},
-        "rescaled": [g for g in _padded_groups(tensors.get("padded_groups")) if g["scale"] is not None],
+        "rescaled": rescaled,
+        # why the outputs do not change: one sentence per mechanism and padded format (plan/lossless.py)
+        "lossless": lossless.sentences(manifest.get("lossless"), group=group, rescaled=bool(rescaled)),
         "vocab": vocab,
         "vocab_patch": vocab_patch,
         "vocab_per_rank": (int(vocab["patched_size"]) // tp) if vocab_patch else None,

@@ -190,6 +190,11 @@ class Adapter:
     # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
     # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
     tied_keys: dict[str, str] = field(default_factory=dict)
+    # Why this family's padding is exact, where the declaration above does not show it: keys of plan/lossless.py
+    # MECHANISMS, each one sentence of the card's "Why the outputs do not change" (e.g. "heads.indexer": an indexer
+    # the heads never feed, copied). The rest is read off the fields above (lossless.declared); a mechanism none of
+    # them states needs a MECHANISMS entry and its key here (docs/design.md, "Why the outputs do not change").
+    lossless: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
