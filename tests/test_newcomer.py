@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from hubpad.app.cli import main
 from hubpad.errors import HubpadError
 from hubpad.formats.mirrors_file import parse_mirrors
+from hubpad.render.recipe import DEFAULT_CONTAINER
 from hubpad.testing import build_tiny_hy3
 from hubpad.util.refs import forced_local, is_local
 from hubpad.util.sizes import SIZE_FLOOR, parse_size_floor
@@ -396,9 +397,12 @@ def _vllm_source_words() -> str | None:
 class CardFollower:
     """Runs or checks every command a card prints; each must parse and name a path or repo that exists."""
 
-    def __init__(self, tp: int, cwd: Path, hub=None):
+    def __init__(self, tp: int, cwd: Path, hub=None, recipe_image: str | None = None):
         self.tp, self.cwd, self.hub, self.seen = tp, cwd, hub, []
         self.vllm_words = _vllm_source_words()
+        self.built: list[str] = []  # images the card builds (the vocab plugin's)
+        self.recipe_image = recipe_image or DEFAULT_CONTAINER
+        self.in_containers: list[list[str]] = []  # the `vllm serve` argv of each `docker run`
 
     def model_exists(self, model: str, revision: str | None = None) -> None:
         if model.startswith("/"):
@@ -447,9 +451,30 @@ class CardFollower:
         assert project["project"]["name"]
 
     def _docker(self, argv):
+        if argv[1] == "run":
+            return self._docker_run(argv)
         assert argv[1] == "build"
         assert self.path(argv[argv.index("-f") + 1]).is_file() and self.path(argv[-1]).is_dir()
         assert argv[argv.index("--build-arg") + 1].startswith("BASE_IMAGE=")
+        self.built.append(argv[argv.index("-t") + 1])
+
+    def _docker_run(self, argv):
+        """`docker run` parses (every option one `docker run` has, with its value), runs `vllm serve` in an image the
+        card names (the recipe's, or the one the card builds with the vocab plugin), and sees the model."""
+        options, image, command = parse_docker_run(argv)
+        assert options["--entrypoint"] == ["vllm"] and command[0] == "serve"
+        assert options["--gpus"] == ["all"] and options["--ipc"] == ["host"] and "--rm" in options
+        multi_node = "--nnodes" in command
+        assert options.get("--network") == (["host"] if multi_node else None)
+        assert options.get("-p") == (None if multi_node else ["8000:8000"])
+        model = command[1]
+        if model.startswith("/"):
+            assert options["-v"] == [f"{model}:{model}:ro"]  # the folder, at the path the command names
+        else:
+            assert options["-v"] == ["~/.cache/huggingface:/root/.cache/huggingface"] and "HF_TOKEN" in options["-e"]
+        assert image in self.built or image == self.recipe_image, (image, self.built)
+        self.in_containers.append(command)
+        self._vllm(["vllm", *command])
 
     def _vllm(self, argv):
         assert argv[1] == "serve"
@@ -482,6 +507,34 @@ def _follow(card: str, follower: CardFollower) -> None:
     assert {"sparkrun", "vllm", "pip", "docker", "hubpad"} <= tools, tools
     nodes = [a for a in commands if a[0] == "vllm" and "--nnodes" in a]
     assert sorted(int(a[a.index("--node-rank") + 1]) for a in nodes) == list(range(follower.tp))
+    # the container form: the one-machine command and every node's, word for word
+    assert follower.in_containers == [a[1:] for a in commands if a[:2] == ["vllm", "serve"]]
+
+
+# `docker run`'s options used by the card: those that take a value, and flags (docker's reference)
+DOCKER_RUN_VALUES = {"-p", "--publish", "-v", "--volume", "-e", "--env", "--network", "--entrypoint", "--gpus", "--ipc",
+                     "--ulimit", "--device", "--shm-size", "--name"}
+DOCKER_RUN_FLAGS = {"--rm", "--privileged", "-d", "--detach", "-i", "-t", "-it"}
+
+
+def parse_docker_run(argv: list[str]) -> tuple[dict[str, list[str]], str, list[str]]:
+    """`docker run [OPTIONS] IMAGE [COMMAND...]` as {option: [values]}, IMAGE, COMMAND; an unknown option fails."""
+    assert argv[:2] == ["docker", "run"], argv
+    options: dict[str, list[str]] = {}
+    i = 2
+    while argv[i].startswith("-"):
+        name, eq, value = argv[i].partition("=")
+        if name in DOCKER_RUN_FLAGS and not eq:
+            options[name] = []
+            i += 1
+            continue
+        assert name in DOCKER_RUN_VALUES, f"not a docker run option the card should use: {name}"
+        if not eq:
+            i += 1
+            value = argv[i]
+        options.setdefault(name, []).append(value)
+        i += 1
+    return options, argv[i], argv[i + 1:]
 
 
 def test_local_card_followed_command_by_command(good, tmp_path, monkeypatch):
@@ -519,21 +572,23 @@ print(json.dumps([{k: getattr(ns, k) for k in ("model_tag", "tensor_parallel_siz
 
 @pytest.mark.serve
 def test_card_serve_commands_parse_with_vllms_own_parser(good, tmp_path):
-    """Every `vllm serve` line of a card (one machine, and each node of the multi-node launch) is accepted by the
-    argument parser of the vLLM in HUBPAD_VLLM_PYTHON (no engine is started)."""
+    """Every `vllm serve` line of a card (one machine, and each node of the multi-node launch), bare and in its
+    `docker run` form, is accepted by the argument parser of the vLLM in HUBPAD_VLLM_PYTHON (no engine is started)."""
     from tests import serving
 
     dst = tmp_path / "loc"
     assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
-    lines = [argv[2:] for argv in bash_commands((dst / "README.md").read_text()) if argv[:2] == ["vllm", "serve"]]
+    commands = bash_commands((dst / "README.md").read_text())
+    lines = [argv[2:] for argv in commands if argv[:2] == ["vllm", "serve"]]
+    lines += [parse_docker_run(argv)[2][1:] for argv in commands if argv[:2] == ["docker", "run"]]
     (tmp_path / "lines.json").write_text(json.dumps(lines))
     (tmp_path / "parse.py").write_text(PARSE_WITH_VLLM)
     r = subprocess.run([serving.vllm_python(), str(tmp_path / "parse.py"), str(tmp_path / "lines.json")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     parsed = json.loads(r.stdout.strip().splitlines()[-1])
-    assert len(parsed) == 4 and all(p["model_tag"] == str(dst) and p["tensor_parallel_size"] == 3 for p in parsed)
-    assert [(p["nnodes"], p["node_rank"], p["headless"]) for p in parsed] == [(1, 0, False), (3, 0, False),
-                                                                              (3, 1, True), (3, 2, True)]
-    assert {p["master_addr"] for p in parsed[1:]} == {"HEAD_IP"}
+    assert len(parsed) == 8 and all(p["model_tag"] == str(dst) and p["tensor_parallel_size"] == 3 for p in parsed)
+    assert [(p["nnodes"], p["node_rank"], p["headless"]) for p in parsed] == 2 * [(1, 0, False), (3, 0, False),
+                                                                                  (3, 1, True), (3, 2, True)]
+    assert {p["master_addr"] for p in parsed[1:4] + parsed[5:]} == {"HEAD_IP"}
 

@@ -53,6 +53,7 @@ def recipe_context(manifest: dict, target_repo: str, published_commit: str | Non
         "container": container,  # the recipe runs the stock image; a vocab patch is installed by its pre_exec hook
         "base_image": container,
         "image": image,  # what the Containerfile builds, for plain `vllm serve` users
+        "docker_image": image,  # the card's `docker run` lines: the recipe's image, or the one with the vocab plugin
         "min_vllm": min_vllm_info(serving),
         "flags": flags,
         "recipe_defaults": defaults,
