@@ -519,6 +519,33 @@ def test_recipe_validates_with_real_sparkrun(tmp_path, sparkrun_venv):
         assert "Pre-serve hooks done" in out and "Starting head node serve" in out
 
 
+def test_recipe_header_runs_as_the_card_says(tmp_path, sparkrun_venv):
+    """The recipe's `# Run:` line is the card's `sparkrun run` line (issue 32: it lacked --trust, which the vocab
+    plugin's pre_exec hook needs), and sparkrun 0.4.2 runs it as written (a local folder's recipe, --dry-run)."""
+    import shlex
+
+    folder = tmp_path / "Hy3-TP3"
+    for manifest, kw, trust in ((hy3_manifest(), {}, True), (llama_manifest(), {"card": LLAMA_CARD}, False)):
+        hub = render(manifest, **kw).files
+        local = render(manifest, target=None, target_path=str(folder), **kw).files
+        for files in (hub, local):
+            name, recipe = next((k, v) for k, v in files.items() if k.endswith(".yaml"))
+            header = next(line for line in recipe.splitlines() if line.startswith("# Run: "))
+            words = shlex.split(header[len("# Run: "):].split(" (", 1)[0])
+            card = next(shlex.split(line) for line in files["README.md"].splitlines()
+                        if line.startswith("sparkrun run "))
+            assert words[:3] == card[:3] and words[3:5] == ["--cluster", "NAME"] and card[3:5] == ["--cluster",
+                                                                                                "mycluster"]
+            assert ("--trust" in words) == ("--trust" in card) == trust, (header, card)
+        folder.mkdir(exist_ok=True)
+        (folder / name).write_text(recipe)  # the local one: run its header's words, hosts for the cluster
+        args = [w for w in words[1:] if w not in ("--cluster", "NAME")]
+        result = sparkrun_tool.run_sparkrun(sparkrun_venv, ["-v", *args[:1], "--dry-run", "--no-auto-detect",
+                                                            *args[1:], "-H", "n1,n2,n3"], tmp_path / "home")
+        assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+        assert ("pre_exec[2] on n3/" in result.stdout + result.stderr) == trust  # the plugin's hook ran
+
+
 SPARKRUN_LOAD = """
 import json, sys
 from sparkrun.core.recipe import Recipe

@@ -322,6 +322,30 @@ def test_advisor_says_which_vocab(good):
     assert "vLLM pads the vocab (config.json vocab_size 1000) to 1024, a multiple of 64, and 1024 % 3 != 0" in text
 
 
+def test_shell_completion_works_as_the_readme_says():
+    """The README's line (`eval "$(_HUBPAD_COMPLETE=bash_source hubpad)"`), in a real bash, completes commands and
+    options; click's protocol answers the same without a shell."""
+    complete = {"_HUBPAD_COMPLETE": "bash_complete", "COMP_WORDS": "hubpad mirror --dr", "COMP_CWORD": "2"}
+    code = "from hubpad.app.cli import main; main(prog_name='hubpad')"
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, **complete}, capture_output=True, text=True)
+    assert r.returncode == 0 and "plain,--dry-run" in r.stdout.splitlines(), r
+    script = Path(sys.executable).with_name("hubpad")
+    bash = shutil.which("bash")
+    if not (script.is_file() and bash):
+        pytest.skip("no hubpad console script or bash next to this Python")
+    shell = ('eval "$(_HUBPAD_COMPLETE=bash_source hubpad)"; COMP_WORDS=(hubpad $WORDS); COMP_CWORD=$CWORD; '
+             '_hubpad_completion hubpad; printf "%s\\n" "${COMPREPLY[@]}"')
+    env = {**os.environ, "PATH": f"{script.parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+    for words, cword, expected in (("ch", 1, {"check"}), ("card --dr", 2, {"--dry-run"}),
+                                   ("check --t", 2, {"--to", "--tp"})):
+        r = subprocess.run([bash, "-c", shell], env={**env, "WORDS": words, "CWORD": str(cword)}, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0 and set(r.stdout.split()) == expected, (words, r.stdout, r.stderr)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert 'eval "$(_HUBPAD_COMPLETE=bash_source hubpad)"' in readme
+
+
 def test_verify_json_prints_json_when_it_fails(good, tmp_path):
     dst = tmp_path / "out"
     assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
@@ -592,3 +616,139 @@ def test_card_serve_commands_parse_with_vllms_own_parser(good, tmp_path):
                                                                                   (3, 1, True), (3, 2, True)]
     assert {p["master_addr"] for p in parsed[1:4] + parsed[5:]} == {"HEAD_IP"}
 
+
+
+# ------------------------------------------------------------------------------------------------ issue 32
+
+
+def _generated_files_are_listed_truly(dst: Path) -> None:
+    """hubpad.json's generated files and the card's "Files written by hubpad" are the same list, and every file in it
+    exists (nothing hubpad wrote before is left unlisted either)."""
+    listed = json.loads((dst / "hubpad.json").read_text())["files"]["generated"]
+    card = (dst / "README.md").read_text()
+    assert re.search(r"Files written by hubpad: (.*)\.", card)[1] == ", ".join(f"`{f}`" for f in listed)
+    assert all((dst / f).is_file() for f in listed), listed
+    assert {p.name for p in dst.glob("*.yaml")} <= set(listed)
+
+
+def test_dry_run_reaches_the_runs_verdict(good, tmp_path):
+    """One rule for both: a target the run would call up to date, refuse or build, the dry run says so; it writes
+    nothing (not even the folder), and --json is JSON."""
+    dst = tmp_path / "t6"
+    r = run("mirror", good, "--tp", "6", "--to", dst, "--dry-run")
+    assert r.exit_code == 0 and "dry run: would publish" in r.stdout and not dst.exists()
+    assert run("mirror", good, "--tp", "6", "--to", dst).exit_code == 0
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in dst.iterdir())
+    for args in ((), ("--json",)):
+        r = run("mirror", good, "--tp", "6", "--to", dst, "--dry-run", *args)
+        assert r.exit_code == 0, r.output
+        if args:
+            verdict = json.loads(r.stdout)
+            assert verdict["up_to_date"] is True and verdict["would_publish"] is False
+            assert verdict["holds"]["tp"] == 6 and verdict["plan"]["tp"] == 6
+        else:
+            assert r.stdout.splitlines()[-1] == "dry run: " + run("mirror", good, "--tp", "6", "--to", dst).stdout.strip()
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    for target, extra in ((foreign, ()), (dst, ("--tp", "3"))):  # not ours; another TP: the run's own refusal
+        args = ("mirror", good, "--to", target, *(extra or ("--tp", "6")))
+        line = one_error(run(*args, "--dry-run"), 1)
+        assert line == one_error(run(*args), 1)
+        assert ("was not made by hubpad" in line) if target == foreign else ("holds a derivative of" in line)
+        assert "dry run: would publish" in run(*args, "--dry-run", "--force").stdout  # as the run would, forced
+    r = run("mirror", good, "--tp", "3", "--to", dst, "--dry-run", "--force", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["would_publish"] is True
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in dst.iterdir()) == before  # nothing written
+    assert (foreign / "notes.txt").read_text() == "mine" and not list(tmp_path.glob(".*hubpad*"))
+
+
+def test_dry_run_on_the_hub_creates_nothing(hub, good):
+    target = "alice/Tiny-Hy3-TP3"
+    r = run("mirror", good, "--tp", "3", "--to", target, "--dry-run", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["would_publish"] is True and not hub.repo_exists(target)
+    assert run("mirror", good, "--tp", "3", "--to", target).exit_code == 0
+    branches = hub.branches(target)
+    r = run("mirror", good, "--tp", "3", "--to", target, "--dry-run")
+    assert r.exit_code == 0 and r.stdout.splitlines()[-1].startswith(f"dry run: {target} is up to date")
+    assert hub.branches(target) == branches  # no staging branch made, nothing committed
+    hub.seed("alice/theirs", {"precious.txt": b"x"})
+    assert "hubpad did not create it" in one_error(run("mirror", good, "--tp", "3", "--to", "alice/theirs",
+                                                       "--dry-run"), 1)
+
+
+def test_check_reads_the_tp_the_target_holds_and_says_why_it_is_stale(good, tmp_path):
+    dst = tmp_path / "tiny-tp3"  # named tp3, holds TP 6
+    assert run("mirror", good, "--tp", "6", "--to", dst).exit_code == 0
+    r = run("check", good, "--to", dst)
+    assert r.exit_code == 0 and r.stdout.strip() == f"up-to-date: {good} -> {dst} (tp 6)"
+    r = run("check", good, "--to", dst, "--tp", "3")
+    assert r.stdout.strip() == f"stale: {good} -> {dst} (tp 3; holds TP 6, checked for TP 3)"
+    m = json.loads(run("check", good, "--to", dst, "--tp", "3", "--json").stdout)
+    assert m["status"] == "stale" and m["reason"] == "holds TP 6, checked for TP 3" and m["changed"] is True
+    moved = tmp_path / "moved"
+    shutil.copytree(good, moved)
+    (moved / "LICENSE").write_text("changed\n")
+    m = json.loads(run("check", moved, "--to", dst, "--json").stdout)
+    assert m["status"] == "stale" and m["reason"].startswith("upstream ") and ", recorded " in m["reason"]
+
+
+def test_card_with_a_new_repo_id_removes_the_old_recipe_and_keeps_the_lists_true(good, tmp_path):
+    dst = tmp_path / "tiny"
+    assert run("mirror", good, "--tp", "6", "--to", dst).exit_code == 0
+    _generated_files_are_listed_truly(dst)
+    before = {p.name: p.read_bytes() for p in dst.iterdir() if p.is_file()}
+    r = run("card", dst, "--repo-id", "my-org/Other-TP6", "--dry-run")
+    assert r.exit_code == 0 and "dry run: would update" in r.stdout and "remove tiny.yaml" in r.stdout
+    assert "updated" not in r.stdout and {p.name: p.read_bytes() for p in dst.iterdir() if p.is_file()} == before
+    r = run("card", dst, "--repo-id", "my-org/Other-TP6")
+    assert r.exit_code == 0 and "removed tiny.yaml" in r.stdout
+    assert (dst / "other-tp6.yaml").is_file() and not (dst / "tiny.yaml").exists()
+    _generated_files_are_listed_truly(dst)
+    assert run("card", dst).stdout.strip() == f"{dst}: card is up to date"
+    for text in ((dst / "README.md").read_text(), (dst / "other-tp6.yaml").read_text()):
+        assert str(good) not in text and str(dst) not in text  # meant for upload: no local path
+    assert "local folder" in (dst / "README.md").read_text() and f"`{good.name}`" in (dst / "README.md").read_text()
+
+
+def test_hub_card_removes_what_an_earlier_render_wrote(hub, good):
+    """A Hub target whose hubpad.json lists a recipe the card no longer renders (its repo was renamed): one commit
+    deletes it, and the lists are true again; hubpad never deletes a file it did not list."""
+    up, target = "RedHatAI/Tiny-Hy3", "alice/Tiny-Hy3-TP3"
+    hub.seed(up, {p.relative_to(good).as_posix(): p for p in good.rglob("*") if p.is_file()}, message="upload")
+    assert run("mirror", up, "--tp", "3", "--to", target).exit_code == 0
+    manifest = json.loads(hub.file_bytes(target, "hubpad.json"))
+    manifest["files"]["generated"].append("old-name.yaml")
+    hub.seed(target, {"hubpad.json": json.dumps(manifest), "old-name.yaml": "recipe: old\n", "notes.yaml": "mine\n"})
+    r = run("card", target, "--dry-run")
+    assert r.exit_code == 0 and "remove old-name.yaml" in r.stdout and "old-name.yaml" in hub.files(target)
+    commits = len(hub.commits(target))
+    r = run("card", target)
+    assert r.exit_code == 0 and "removed old-name.yaml" in r.stdout and len(hub.commits(target)) == commits + 1
+    files = hub.files(target)
+    assert "old-name.yaml" not in files and "notes.yaml" in files
+    listed = json.loads(hub.file_bytes(target, "hubpad.json"))["files"]["generated"]
+    assert "old-name.yaml" not in listed and all(f in files for f in listed)
+    assert f"`{listed[-1]}`." in hub.file_bytes(target, "README.md").decode()
+
+
+def test_offline_mode_names_both_readings(good, tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE=1: an ambiguous out2/tp3 gets the local reading and the ./ spelling, as a network error does."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.chdir(tmp_path)
+    for args in (("mirror", good, "--tp", "3", "--to", "out2/tp3"), ("plan", "out2/tp3", "--tp", "3"),
+                 ("check", "out2/tp3", "--to", "./x", "--tp", "3"), ("card", "out2/tp3")):
+        line = one_error(run(*args, env={"HF_TOKEN": "hf_unused"}), 1)
+        assert "offline mode is enabled" in line and "HF_HUB_OFFLINE" in line, line
+        assert "read as a Hub repo id" in line and "write ./out2/tp3" in line, line
+    r = subprocess.run([sys.executable, "-m", "hubpad.app.cli", "plan", "out2/tp3", "--tp", "3"], cwd=tmp_path,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "offline mode is enabled" in r.stderr and "./out2/tp3" in r.stderr, r.stderr
+
+
+def test_force_help_says_everything_it_allows():
+    text = " ".join(run("mirror", "--help").stdout.split())
+    assert "a target hubpad did not create" in text and "another TP or another upstream" in text
