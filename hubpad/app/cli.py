@@ -424,6 +424,8 @@ def _dry_run(plan, publisher, as_json: bool, staged: bool = False) -> None:
     from hubpad.run.mirror import preview
 
     verdict = preview(plan, publisher)
+    set_outputs({"changed": verdict["would_publish"], "upstream_sha": plan.source.commit or "",
+                 "target": publisher.label})
     if as_json:
         click.echo(json.dumps({**verdict, "plan": plan.to_json()}, indent=2))
         return
