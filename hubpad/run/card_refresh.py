@@ -69,11 +69,7 @@ def _refresh(target: Publisher, dst: str, upstream: str | None, templates_dir: P
 
     files = render()
     stale = _stale(manifest, files)
-    files_section = manifest.setdefault("files", {})
-    listed = [p for p in files_section.get("generated") or [] if isinstance(p, str)]
-    generated = sorted(set(listed) - set(stale) | set(files))
-    if generated != sorted(listed):  # the card lists them: render it again with the list it is published with
-        files_section["generated"] = generated
+    if _list_generated(manifest, files, stale):  # the card lists them: render it again with the list it ships with
         manifest_changed = True
         files = render()
     changed = {path: text for path, text in files.items() if target.read_published(path) != text.encode()}
@@ -86,6 +82,17 @@ def _refresh(target: Publisher, dst: str, upstream: str | None, templates_dir: P
     if (changed or removed) and not dry_run:
         out.update(target.update_files(changed, "hubpad: refresh model card and recipe", removed=removed))
     return out
+
+
+def _list_generated(manifest: dict, files: dict[str, str], stale: list[str]) -> bool:
+    """Make hubpad.json's generated files what the derivative will hold after this refresh; True when that changed."""
+    section = manifest.setdefault("files", {})
+    listed = [p for p in section.get("generated") or [] if isinstance(p, str)]
+    generated = sorted(set(listed) - set(stale) | set(files))
+    if generated == sorted(listed):
+        return False
+    section["generated"] = generated
+    return True
 
 
 def _stale(manifest: dict, files: dict[str, str]) -> list[str]:
