@@ -14,28 +14,11 @@
 # script says so and still succeeds). Also run by .github/workflows/live-check.yml (workflow_dispatch only).
 set -euo pipefail
 
-upstream="${1:-${HUBPAD_LIVE_UPSTREAM:-trl-internal-testing/tiny-Qwen3ForCausalLM}}"
-tp="${2:-${HUBPAD_LIVE_TP:-3}}"
-python="${PYTHON:-python3}"
-if [[ -z "${HF_TOKEN:-}" ]]; then
-  echo "error: set HF_TOKEN to a token that may create and write repos in your namespace" >&2
-  exit 2
-fi
+# shellcheck source=scripts/live_common.sh
+. "$(dirname "$0")/live_common.sh"
+live_setup "live check" "create and write repos in your namespace" "$@"
 unset HF_HUB_DISABLE_XET HF_HUB_OFFLINE
 export HF_HUB_DISABLE_PROGRESS_BARS=1
-work="$(mktemp -d "${TMPDIR:-/tmp}/hubpad-live-check.XXXXXX")"
-log="${work}/log.txt"
-trap 'rm -rf "${work}"' EXIT
-
-step() { printf '\n== %s\n' "$*"; }
-run() {  # run hubpad, keep its output for the token scan, stop on failure
-  local rc=0
-  hubpad "$@" 2>&1 | tee -a "${log}" || rc=${PIPESTATUS[0]}
-  if ((rc != 0)); then
-    echo "live check FAILED: hubpad $1 exited ${rc}" >&2
-    exit 1
-  fi
-}
 
 step "client: huggingface_hub with Xet"
 "${python}" - <<'PY'
@@ -88,23 +71,8 @@ step "hubpad check and a second mirror: up to date, no commit"
 run check "${upstream}" --tp "${tp}" --to "${target}"
 run mirror "${upstream}" --tp "${tp}" --to "${target}" --workdir "${work}/w2" --json
 if ! grep -q '"up_to_date": true' "${log}"; then
-  echo "live check FAILED: the second mirror was not up to date" >&2
-  exit 1
+  fail "the second mirror was not up to date"
 fi
 
-step "the token appears in no output"
-if grep -qF "${HF_TOKEN}" "${log}"; then
-  echo "live check FAILED: the token appeared in hubpad's output" >&2
-  exit 1
-fi
-echo "ok"
-
-if [[ "${HUBPAD_LIVE_KEEP:-0}" == 1 ]]; then
-  echo "kept https://huggingface.co/${target}"
-else
-  step "delete the scratch repo"
-  if ! "${python}" -c 'import sys; from huggingface_hub import HfApi; HfApi().delete_repo(sys.argv[1])' "${target}"; then
-    echo "could not delete ${target} (token without delete rights?); delete it by hand" >&2
-  fi
-fi
+token_scan_and_cleanup
 printf '\nlive check passed: %s -> %s (tp %s) through Xet\n' "${upstream}" "${target}" "${tp}"

@@ -26,7 +26,8 @@ Design (one class per concern):
 * :class:`RateLimiter` - the global link throttle and per-request ``slow`` faults;
 * :class:`RequestLog` - every request with byte counts, for assertions on traffic;
 * :class:`ApiHandler` / :class:`CdnHandler` - HTTP front-ends of the two origins;
-* :class:`HubEmulator` - starts/stops both servers and offers the test-side helper API (``seed``, ``files``...).
+* :class:`HubEmulator` - starts/stops both servers and offers the test-side helper API (``seed``, ``files``...);
+* ``HubEmulator.jobs`` - Hugging Face Jobs (``/api/jobs``, ``/api/scheduled-jobs``), in tests/hub_jobs.py.
 
 Only the standard library is used, except PyYAML (a dependency of huggingface_hub itself) to read README front
 matter, and hf_xet (another of its dependencies) when Xet is enabled. Self-contained: it reads no reference material
@@ -1279,6 +1280,8 @@ class ApiHandler(_BaseHandler):
         return segs[0], segs[1:]
 
     def _route_api(self, m: str, segs: list[str]) -> None:
+        if segs[:1] in (["jobs"], ["scheduled-jobs"]):  # Hugging Face Jobs: tests/hub_jobs.py
+            return self.emu.jobs.handle(self, m, segs)
         if segs == ["whoami-v2"] and m == "GET":
             self.entry.kind = "whoami"
             return self.whoami()
@@ -2371,6 +2374,7 @@ class HubEmulator:
         self._api: _Server | None = None
         self._cdn: _Server | None = None
         self._threads: list[threading.Thread] = []
+        self._jobs = None
         for name, token in (users or {}).items():
             self.add_user(name, token)
 
@@ -2389,6 +2393,8 @@ class HubEmulator:
         return self
 
     def stop(self) -> None:
+        if self._jobs is not None:
+            self._jobs.shutdown()
         for srv in (self._api, self._cdn):
             if srv is not None:
                 srv.shutdown()
@@ -2406,6 +2412,17 @@ class HubEmulator:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    @property
+    def jobs(self):
+        """Hugging Face Jobs (tests/hub_jobs.py ``JobsService``): jobs run as local subprocesses."""
+        if self._jobs is None:
+            if __package__:
+                from .hub_jobs import JobsService
+            else:  # pragma: no cover - tests/ itself on sys.path
+                from hub_jobs import JobsService
+            self._jobs = JobsService(self)
+        return self._jobs
 
     @property
     def port(self) -> int:

@@ -22,7 +22,7 @@ bash .ci/run    # installs the locked test dependencies (CPU torch first) and ru
 """
 
 JOURNEY = ["Contents", "Quick start", "Pad a Hub model", "Serve it on your GPUs or Sparks", "Keep it fresh with the Action",
-           "Families and formats", "Reference"]
+           "Run it on Hugging Face Jobs", "Families and formats", "Reference"]
 
 
 def _sections() -> list[str]:
@@ -56,7 +56,7 @@ def test_sections_follow_the_users_journey_with_a_table_of_contents():
 
 def test_every_relative_link_of_the_readme_and_the_moved_docs_exists():
     docs = ["README.md", "docs/families.md", "docs/advisor.md", "docs/hub.md", "docs/derivative.md",
-            "docs/serving-tier.md", "docs/action.md", "docs/benchmarks.md", "docs/development.md"]
+            "docs/serving-tier.md", "docs/action.md", "docs/benchmarks.md", "docs/development.md", "docs/jobs.md"]
     for doc in docs:
         text = (ROOT / doc).read_text()
         for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):

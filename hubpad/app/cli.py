@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -129,6 +130,161 @@ def main() -> None:
     """
 
 
+# ------------------------------------------------------------------------------------------------ jobs options
+
+_RAW_ARGS = "hubpad.raw_args"
+
+
+class JobCommand(click.Command):
+    """A command that can also run as a Hugging Face job: keeps its own command line, to run the same one there."""
+
+    def parse_args(self, ctx, args):
+        ctx.meta[_RAW_ARGS] = list(args)
+        return super().parse_args(ctx, args)
+
+
+class JobOptions:
+    """`--on hf-jobs` and how the job runs (run/hf_jobs.py)."""
+
+    def __init__(self, on, flavor, timeout, namespace, install, attempts, detach) -> None:
+        self.on, self.flavor, self.timeout, self.namespace = on, flavor, timeout, namespace
+        self.install, self.attempts, self.detach = install, attempts, detach
+
+    def settings(self, attempts: int = 1):
+        from hubpad.run.hf_jobs import DEFAULT_FLAVOR, DEFAULT_TIMEOUT, Settings
+
+        return Settings(flavor=self.flavor or DEFAULT_FLAVOR, timeout=self.timeout or DEFAULT_TIMEOUT,
+                        namespace=self.namespace, install=self.install, attempts=self.attempts or attempts)
+
+
+# Options that say how a job runs, never passed on to the hubpad inside it.
+_JOB_FLAGS = ("--on", "--flavor", "--timeout", "--namespace", "--install", "--attempts", "--detach")
+
+
+def _job_settings(f, with_on: bool = True):
+    """The options of a command that starts Hugging Face jobs; the function gets them as `jobs` (a JobOptions, or
+    None without --on)."""
+    options = [
+        click.option("--flavor", default=None, metavar="FLAVOR",
+                     help="Jobs hardware (default cpu-upgrade: 8 vCPU, 32 GB RAM, 50 GB disk); "
+                          "`hf jobs hardware` lists them with prices."),
+        click.option("--timeout", "job_timeout", default=None, metavar="DURATION",
+                     help="Jobs: stop a job after this long (default 6h): 90m, 6h, 1d."),
+        click.option("--namespace", "job_namespace", default=None, metavar="USER_OR_ORG",
+                     help="Jobs: run (and bill) the job there (default: the token's user)."),
+        click.option("--install", "job_install", default=None, metavar="SPEC",
+                     help="Jobs: the hubpad a job installs (default: this hubpad's release or commit): "
+                          "hubpad==X.Y.Z or OWNER/REPO@<40-hex commit>."),
+        click.option("--attempts", type=click.IntRange(1, 10), default=None,
+                     help="Jobs: runs of a failing job, each resuming what was staged (default 1; 3 per part of "
+                          "--parts)."),
+    ]
+    if with_on:
+        options = [click.option("--on", type=click.Choice(["hf-jobs"]), default=None,
+                                help="Run this command as a Hugging Face job, next to the weights (billed per minute "
+                                     "to the namespace), following its log here."),
+                   *options,
+                   click.option("--detach", is_flag=True,
+                                help="Jobs: print the job's id and URL and return; the job runs on.")]
+
+    @functools.wraps(f)
+    def wrapper(*args, flavor=None, job_timeout=None, job_namespace=None, job_install=None, attempts=None, on=None,
+                detach=False, **kw):
+        jobs = JobOptions(on, flavor, job_timeout, job_namespace, job_install, attempts, detach)
+        if with_on and not on:
+            given = [n for n, v in (("--flavor", flavor), ("--timeout", job_timeout), ("--namespace", job_namespace),
+                                    ("--install", job_install), ("--attempts", attempts), ("--detach", detach)) if v]
+            if given:
+                raise click.UsageError(f"{given[0]} says how a job runs: add --on hf-jobs",
+                                       click.get_current_context(silent=True))
+            jobs = None
+        return f(*args, jobs=jobs, **kw)
+
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def _job_options(f):
+    return _job_settings(f, with_on=True)
+
+
+def _job_settings_only(f):
+    return _job_settings(f, with_on=False)
+
+
+def _remote_argv(ctx, drop=(), rename=None) -> list[str]:
+    """This command's own command line (as typed) for the hubpad inside a job: without the job options and `drop`,
+    with `rename`'s values (the mirrors file's name there)."""
+    rename = rename or {}
+    drop = set(drop) | set(_JOB_FLAGS)
+    takes_value = {name: not (p.is_flag or p.count) for p in ctx.command.params if isinstance(p, click.Option)
+                   for name in (*p.opts, *p.secondary_opts)}
+    out: list[str] = []
+    args = iter(ctx.meta.get(_RAW_ARGS, []))
+    for arg in args:
+        if arg == "--":
+            out += [arg, *args]
+            break
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name not in takes_value:
+            out.append(arg)
+            continue
+        if takes_value[name] and not eq:
+            value = next(args, "")
+        if name in drop:
+            continue
+        out += [name, rename.get(name, value)] if takes_value[name] else [name]
+    return [ctx.info_name, *out]
+
+
+def _on_jobs(jobs: JobOptions, *, refs=(), config_file=None, templates=None, disk=False, max_disk=None,
+             as_json=False) -> None:
+    """Run this command as one Hugging Face job (run/hf_jobs.py) and report how it ended."""
+    from hubpad.run import hf_jobs
+
+    launcher = _launcher(jobs, refs, templates)
+    argv = _remote_argv(click.get_current_context(), drop=("--max-disk",), rename={"--config": hf_jobs.CONFIG_NAME})
+    command = hf_jobs.job_command(launcher, argv, config_file=config_file, disk=disk, max_disk=max_disk,
+                                  about=next((r for r in refs if r), None))
+    _job_report(hf_jobs.run(launcher, command, detach=jobs.detach), jobs.detach, as_json)
+
+
+def _launcher(jobs: JobOptions, refs, templates, attempts: int = 1):
+    from hubpad.run.hf_jobs import prepare, refuse_local
+
+    refuse_local(refs, templates)
+    return prepare(jobs.settings(attempts))
+
+
+def _job_report(info, detached: bool, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"job_id": info.id, "url": info.url, "stage": info.status.stage}, indent=2))
+    elif detached:
+        click.echo(f"job {info.id} started: {info.url}")
+    else:
+        click.echo(f"job {info.id} completed: {info.url}")
+
+
+def _fan_out_on_jobs(jobs: JobOptions, job: Job, parts: int, refs, templates, config_file, dry_run,
+                     as_json) -> None:
+    """`mirror --on hf-jobs --parts K`: K stage jobs, then the publish job (run/jobs_fanout.py)."""
+    from hubpad.run import hf_jobs
+    from hubpad.run.jobs_fanout import DEFAULT_PART_ATTEMPTS, fan_out
+
+    ctx = click.get_current_context()
+    if jobs.detach or dry_run or ctx.params.get("part"):
+        flag = "--detach" if jobs.detach else "--dry-run" if dry_run else "--part"
+        raise click.UsageError(f"--parts starts and awaits every part here: drop {flag}", ctx)
+    launcher = _launcher(jobs, refs, templates, DEFAULT_PART_ATTEMPTS)
+    argv = _remote_argv(ctx, drop=("--max-disk", "--parts", "--revision"), rename={"--config": hf_jobs.CONFIG_NAME})
+    command = hf_jobs.job_command(launcher, argv, config_file=config_file, disk=True,
+                                  max_disk=ctx.params.get("max_disk"), about=job.src)
+    info = fan_out(launcher, command, src=job.src, revision=job.revision, tp=job.tp, shard_size=job.shard_size,
+                   k=parts)
+    _job_report(info, False, as_json)
+
+
 # ------------------------------------------------------------------------------------------------ plan
 
 
@@ -158,7 +314,7 @@ def _tp_values(ctx, param, values: tuple[str, ...]) -> tuple[int | str, ...]:
     return tuple("auto" if v.strip().lower() == "auto" else _tp_number(v) for v in values)
 
 
-@main.command()
+@main.command(cls=JobCommand)
 @click.argument("src")
 @click.option("--tp", "tps", multiple=True, callback=_tp_values, metavar="N|auto",
               help="Target tensor-parallel size. Without it, with auto or with several: the TP advisor "
@@ -167,9 +323,12 @@ def _tp_values(ctx, param, values: tuple[str, ...]) -> tuple[int | str, ...]:
 @click.option("--shard-size", default="5GB", callback=_size, show_default=True, help="Output shard size.")
 @click.option("--parts", type=click.IntRange(1, 256), default=None, help="Split the output shards into K parts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@_job_options
 def plan(src: str, tps: tuple[int | str, ...], revision: str | None, shard_size: int, parts: int | None,
-         as_json: bool) -> None:
+         as_json: bool, jobs: JobOptions | None) -> None:
     """Show what padding SRC for TP=N changes, reading only config, index and headers (no N: which TPs work)."""
+    if jobs:
+        return _on_jobs(jobs, refs=(src,), as_json=as_json)
     # The plan's ~10^6 objects live until the command ends and hold no reference cycles: the cyclic collector
     # (paused while planning) would only scan them again, a tenth of the time on a real Hy3. It resumes after
     # they are freed.
@@ -393,15 +552,27 @@ def _summary_markdown(s, plan=None) -> str:
     return "\n".join(lines)
 
 
-@main.command()
+@main.command(cls=JobCommand)
 @click.argument("src")
 @_mirror_options
 @click.option("--part", default=None, help="Stage only part i of K (fan-out), e.g. 2/3; `hubpad publish` finishes.")
+@click.option("--parts", type=click.IntRange(2, 256), default=None,
+              help="With --on hf-jobs: the fan-out, K stage jobs (--part i/K) then one publish job, awaited here.")
+@_job_options
 def mirror(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templates_dir, config_file, draft, draft_for,
-           num_speculative_tokens, force, private, dry_run, as_json, part) -> None:
+           num_speculative_tokens, force, private, dry_run, as_json, part, parts, jobs) -> None:
     """Pad SRC for TP=N and publish the derivative to DST."""
+    if parts and not jobs:
+        raise click.UsageError("--parts runs the fan-out on Hugging Face Jobs: add --on hf-jobs (on your own machines, "
+                               "run --part i/K on each, then hubpad publish)", click.get_current_context())
     job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private, draft, draft_for,
               num_speculative_tokens)
+    if jobs:
+        refs = (src, dst, draft, job.dst)
+        if parts:
+            return _fan_out_on_jobs(jobs, job, parts, refs, templates_dir, config_file, dry_run, as_json)
+        return _on_jobs(jobs, refs=refs, config_file=config_file, templates=templates_dir, disk=True,
+                        max_disk=max_disk, as_json=as_json)
     only = None
     if part:
         i, k = _parse_part(part)
@@ -443,14 +614,18 @@ def _up_to_date_line(target: str, upstream: str, commit: str | None) -> str:
     return f"{target} is up to date with {upstream}{f'@{commit[:12]}' if commit else ''}; nothing to do"
 
 
-@main.command()
+@main.command(cls=JobCommand)
 @click.argument("src")
 @_mirror_options
+@_job_options
 def publish(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templates_dir, config_file, draft, draft_for,
-            num_speculative_tokens, force, private, dry_run, as_json) -> None:
+            num_speculative_tokens, force, private, dry_run, as_json, jobs) -> None:
     """Fan-out's last step: check every part is staged on DST, then make the single publish commit."""
     job = Job(src, tp, dst, revision, shard_size, max_disk, config_file, private, draft, draft_for,
               num_speculative_tokens)
+    if jobs:
+        return _on_jobs(jobs, refs=(src, dst, draft, job.dst), config_file=config_file, templates=templates_dir,
+                        disk=True, max_disk=max_disk, as_json=as_json)
     plan, publisher = _build(job, force=force, workdir=workdir, repo_id=repo_id)
     if dry_run:
         _dry_run(plan, publisher, as_json, staged=True)
@@ -471,7 +646,7 @@ def _run(job: Job, plan, publisher, templates_dir: str | None, as_json: bool, **
 # ------------------------------------------------------------------------------------------------ check
 
 
-@main.command()
+@main.command(cls=JobCommand)
 @click.argument("src", required=False)
 @click.option("--to", "dst", default=None, help="The derivative to compare (default <your user>/<name>-TP<N>).")
 @click.option("--tp", callback=_tp_value, default=None, metavar="N",
@@ -482,9 +657,13 @@ def _run(job: Job, plan, publisher, templates_dir: str | None, as_json: bool, **
 @click.option("--offline", is_flag=True,
               help="With --config: only validate the mirrors file (every mistake at once); no network, no token.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def check(src, dst, tp, revision, config_file, offline, as_json) -> None:
+@_job_options
+def check(src, dst, tp, revision, config_file, offline, as_json, jobs) -> None:
     """Is DST up to date with SRC? API calls only: reports up-to-date, stale or missing."""
     from hubpad.run.check import check_many, check_one
+
+    if jobs:
+        return _on_jobs(jobs, refs=(src, dst), config_file=config_file, as_json=as_json)
 
     if offline:
         if not config_file:
@@ -526,7 +705,7 @@ def check(src, dst, tp, revision, config_file, offline, as_json) -> None:
 # ------------------------------------------------------------------------------------------------ card
 
 
-@main.command()
+@main.command(cls=JobCommand)
 @click.argument("dst")
 @click.option("--upstream", default=None, help="Upstream repo (default: the one in DST's hubpad.json).")
 @click.option("--templates", "templates_dir", type=click.Path(exists=True, file_okay=False), default=None,
@@ -534,8 +713,11 @@ def check(src, dst, tp, revision, config_file, offline, as_json) -> None:
 @click.option("--repo-id", default=None, metavar="NAMESPACE/NAME", callback=_repo_id,
               help="A local DST: render the card for this Hub repo id (default: the one it was mirrored with, if any).")
 @click.option("--dry-run", is_flag=True, help="Show which files would change; commit nothing.")
-def card(dst, upstream, templates_dir, repo_id, dry_run) -> None:
+@_job_options
+def card(dst, upstream, templates_dir, repo_id, dry_run, jobs) -> None:
     """Re-render DST's model card, recipe and patch files from its hubpad.json; no shard is read or written."""
+    if jobs:
+        return _on_jobs(jobs, refs=(dst, upstream), templates=templates_dir)
     from hubpad.run.card_refresh import refresh_card
 
     result = refresh_card(dst, upstream=upstream, templates_dir=Path(templates_dir) if templates_dir else None,
@@ -557,12 +739,15 @@ def card(dst, upstream, templates_dir, repo_id, dry_run) -> None:
 # ------------------------------------------------------------------------------------------------ verify
 
 
-@main.command()
+@main.command(cls=JobCommand)
 @click.argument("src")
 @click.argument("dst")
 @click.option("--json", "as_json", is_flag=True, help="Print the verification report as JSON.")
-def verify(src: str, dst: str, as_json: bool) -> None:
+@_job_options
+def verify(src: str, dst: str, as_json: bool, jobs: JobOptions | None) -> None:
     """Check DST is SRC padded losslessly: original bytes in place, pads exactly zero, config and index right."""
+    if jobs:
+        return _on_jobs(jobs, refs=(src, dst), as_json=as_json)
     from hubpad.run.verify import verify_derivative
 
     try:
@@ -576,6 +761,105 @@ def verify(src: str, dst: str, as_json: bool) -> None:
     else:
         click.echo(f"ok: {report['tensors']} tensors checked ({report['padded']} padded), "
                    f"{human(report['bytes_checked'])} compared, {len(report['shards'])} shard hashes match")
+
+
+# ------------------------------------------------------------------------------------------------ schedule
+
+
+@main.group()
+def schedule() -> None:
+    """Scheduled refresh on Hugging Face Jobs: a mirrors file (hubpad.yaml) checked on a cron, stale mirrors rebuilt."""
+
+
+@schedule.command("create")
+@click.argument("config_file", metavar="CONFIG", type=click.Path(exists=True, dir_okay=False))
+@click.option("--cron", default=None, help="When it runs: a cron expression or @hourly/@daily (default every 6 "
+                                            "hours, '17 */6 * * *').")
+@click.option("--name", default=None, help="The schedule's name (default: from the file's path); the same name "
+                                           "updates that schedule.")
+@click.option("--suspend", is_flag=True, help="Create (or leave) it suspended.")
+@click.option("--replace", is_flag=True, help="Make it anew even when the job is the same (a new token, say).")
+@click.option("--json", "as_json", is_flag=True, help="Print the schedule as JSON.")
+@_job_settings_only
+def schedule_create(config_file, cron, name, suspend, replace, as_json, jobs) -> None:
+    """Create the scheduled refresh of CONFIG, or update the one made from it before (never a second one)."""
+    from hubpad.run.hf_jobs import prepare
+    from hubpad.run.schedule import DEFAULT_CRON, describe, schedule_refresh
+
+    result = schedule_refresh(prepare(jobs.settings()), config_file, cron=cron or DEFAULT_CRON, name=name,
+                              suspend=suspend, replace=replace)
+    row = describe(result.info)
+    if as_json:
+        click.echo(json.dumps({"action": result.action, **row}, indent=2))
+    else:
+        click.echo(f"{result.action} schedule {row['name']} ({row['id']}): {row['schedule']}"
+                   f"{', suspended' if row['suspended'] else ''}, hubpad {row['hubpad'][:12]}")
+
+
+@schedule.command("list")
+@click.option("--namespace", "job_namespace", default=None, metavar="USER_OR_ORG",
+              help="Where the schedules are (default: the token's user).")
+@click.option("--json", "as_json", is_flag=True, help="Print them as JSON.")
+def schedule_list(job_namespace, as_json) -> None:
+    """hubpad's refresh schedules."""
+    from hubpad.run.hf_jobs import connect
+    from hubpad.run.schedule import describe, find
+
+    rows = [describe(s) for s in find(connect(job_namespace))]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    for r in rows if not as_json else []:
+        click.echo(f"{r['name']:32} {r['id']} {r['schedule']:16} {'suspended' if r['suspended'] else 'active':9} "
+                   f"hubpad {r['hubpad'][:12]} last job {r['last_job'] or '-'}")
+
+
+def _schedule_state(action: str):
+    @click.argument("name")
+    @click.option("--namespace", "job_namespace", default=None, metavar="USER_OR_ORG",
+                  help="Where the schedule is (default: the token's user).")
+    def command(name, job_namespace) -> None:
+        from hubpad.run.hf_jobs import connect
+        from hubpad.run.schedule import set_state
+
+        sched = set_state(connect(job_namespace), name, action)
+        click.echo(f"{action}{'d' if action.endswith('e') else 'ed'} schedule {name} ({sched.id})")
+
+    command.__doc__ = f"{action.capitalize()} the schedule called NAME (its name, or its id)."
+    return schedule.command(action)(command)
+
+
+for _action in ("suspend", "resume", "delete"):
+    _schedule_state(_action)
+
+
+# ------------------------------------------------------------------------------------------------ webhook
+
+
+@main.command()
+@click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The mirrors file (hubpad.yaml) whose upstreams it watches.")
+@click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", default=7860, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (7860: a Space's).")
+@click.option("--settle", default=15.0, show_default=True, type=click.FloatRange(0, 50),
+              help="Seconds from a push to its job: a burst of pushes in that time starts one job.")
+@_job_settings_only
+def webhook(config_file, host, port, settle, jobs) -> None:
+    """Receive the Hub's repo-update webhook for CONFIG's upstreams and mirror each push on Hugging Face Jobs.
+
+    The webhook's secret comes from the WEBHOOK_SECRET environment variable (never a command-line value)."""
+    from hubpad.run.hf_jobs import prepare
+    from hubpad.run.webhook import SECRET_ENV, make_server, receiver_for
+
+    receiver = receiver_for(prepare(jobs.settings()), config_file, os.environ.get(SECRET_ENV, ""), settle=settle)
+    server = make_server(receiver, host, port)
+    log(f"webhook receiver on http://{host}:{server.server_address[1]}: watching "
+        f"{', '.join(sorted({w.upstream for w in receiver.watches}))}")
+    try:
+        server.serve_forever()
+    finally:
+        receiver.trigger.stop()
+        server.server_close()
 
 
 # ------------------------------------------------------------------------------------------------ demo
