@@ -5,7 +5,9 @@ in which formats (a BF16 card says nothing of quantization codes)."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +19,8 @@ from hubpad.plan.planner import make_plan
 from hubpad.render.card import render_derivative
 from hubpad.source import open_source
 from hubpad.testing import build_tiny_hy3, tiny_hy3_tensors, write_checkpoint
-from tests import dsv4_real, gpt_oss_real, linear_real, mimo_real, minimax_real, mla_real, qwen35_real, real_models
+from tests import (dsv4_real, gpt_oss_real, inkling_real, linear_real, mimo_real, minimax_real, mla_real,
+                   nemotron_h_real, qwen35_real, real_models)
 from tests.helpers import cli
 
 # One config every registered adapter's head_shape accepts (MLA, DeepSeek-V4, Gemma 4, MiMo, Step-3.7 keys included);
@@ -28,12 +31,32 @@ _CONFIG = dict(num_attention_heads=8, hidden_size=128, head_dim=16, qk_nope_head
                swa_num_attention_heads=8, swa_num_key_value_heads=2, swa_head_dim=16, swa_v_head_dim=16)
 
 
+def _published_configs() -> list[dict]:
+    """Every published config the tests hold (a dict with a model_type in tests/*_real.py, REAL_* tables included):
+    a family whose head_shape needs keys of its own is read from its real config."""
+    found = []
+    for path in sorted(Path(__file__).parent.glob("*_real.py")):
+        module = importlib.import_module(f"tests.{path.stem}")
+        for value in vars(module).values():
+            for item in (value.values() if isinstance(value, dict) and "model_type" not in value else [value]):
+                item = item[0] if isinstance(item, tuple) and item and isinstance(item[0], dict) else item
+                if isinstance(item, dict) and isinstance(item.get("model_type"), str):
+                    found.append(item)
+    return found
+
+
+_PUBLISHED = _published_configs()
+
+
 def _declared(adapter: Adapter) -> tuple[Adapter, HeadShape]:
     problem = None
+    synthetic = []
     for extra in ({}, {"num_key_value_heads": 2}):
         config = {**_CONFIG, **extra}
         if adapter.text_config:
             config = {adapter.text_config: config, "model_type": adapter.model_types[0]}
+        synthetic.append(config)
+    for config in synthetic + [c for c in _PUBLISHED if c["model_type"] in adapter.model_types]:
         try:
             chosen = adapter.for_config(config)
             return chosen, chosen.head_shape(chosen.dims_config(config))
@@ -75,7 +98,9 @@ def test_every_registered_adapter_says_what_its_declaration_does(adapter):
     family = adapter.linear_attention_family if adapter.linear_attention else None
     assert [k for k in keys if k.startswith("linear.")] == ([f"linear.{family}"] if family else [])
     if family:
-        assert {"gdn": "Gated DeltaNet", "kda": "Kimi Delta Attention"}[family] in texts[f"linear.{family}"]
+        assert {"gdn": "Gated DeltaNet", "kda": "Kimi Delta Attention", "mamba2": "Mamba2"}[family] in texts[
+            f"linear.{family}"]
+    assert ("heads.head_rows" in keys) == bool(adapter.head_rows)
     grows_mlp = any(role.kind in ("rows", "cols") for _, role in adapter.linear_patterns) or adapter.fused_experts
     assert ("mlp.channels" in keys) == bool(grows_mlp)
     copies_indexer = any("indexer" in p for p in adapter.copy_modules)
@@ -146,6 +171,12 @@ def _real(name):
     if name == "MiMo-V2.5-Pro (3 layers)":
         cfg = _small_mimo_pro()
         return cfg, mimo_real.pro_tensors(cfg)
+    if name.startswith("Nemotron 3 Super"):  # its -NVFP4 release stores some Mamba2 in_proj as per-tensor FP8
+        cfg = dict(nemotron_h_real.SUPER, hybrid_override_pattern="MEM*E", num_hidden_layers=5, n_routed_experts=8,
+                   num_nextn_predict_layers=0)
+        return cfg, nemotron_h_real.tensors(cfg, nvfp4="NVFP4" in name)
+    if name == "Inkling":
+        return inkling_real.INKLING, inkling_real.tensors(inkling_real.INKLING)
     cfg, fn = {"DeepSeek-V4-Flash": (dsv4_real.FLASH_CONFIG, dsv4_real.v4_tensors),
                "MiniMax-M2 (FP8)": (minimax_real.M2_CONFIG, minimax_real.m2_tensors),
                "MiniMax-M3": (None, None),
@@ -169,6 +200,9 @@ REAL = {
     "Kimi-Linear-48B": (["heads.latent", "linear.kda", "mlp.channels"], ["dense"]),
     "MiMo-V2.5-Pro (3 layers)": (["heads.own_kv", "heads.sinks", "heads.presharded", "mlp.channels"],
                                  ["dense", "fp8-block"]),
+    "Nemotron 3 Super (5 layers)": (["heads.own_kv", "linear.mamba2"], ["dense"]),
+    "Nemotron 3 Super-NVFP4 (5 layers)": (["heads.own_kv", "linear.mamba2"], ["dense", "fp8-tensor"]),
+    "Inkling": (["heads.own_kv", "heads.head_rows"], ["dense"]),
 }
 
 
@@ -181,6 +215,7 @@ def test_real_layouts_record_what_grew_and_its_formats(tmp_path, name):
     if formats == ["dense"]:  # a BF16 card says nothing of codes or scales
         assert "codes" not in texts and "scale" not in texts
     assert ("FP8 with block scales" in texts) == ("fp8-block" in formats)
+    assert ("FP8 with one scale per tensor" in texts) == ("fp8-tensor" in formats)
     assert ("MXFP4" in texts) == ("mxfp4" in formats)
 
 

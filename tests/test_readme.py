@@ -109,7 +109,7 @@ def test_readme_multi_node_lines_carry_the_one_machine_flags():
 
     serve = README.split("## Serve it on your GPUs or Sparks", 1)[1].split("\n## ", 1)[0]
     blocks = "\n".join(re.findall(r"```bash\n(.*?)```", serve, re.S)).replace("\\\n", " ")
-    flags = shlex.split(re.search(r"^FLAGS=\((.*?)\)$", blocks, re.S | re.M)[1])
+    flags = shlex.split(re.search(r"^FLAGS=\((.*?)\)$", blocks, re.S | re.M)[1], comments=True)
     lines = [shlex.split(c, comments=True) for c in blocks.splitlines() if c.startswith("vllm serve")]
     lines = [sum(([*flags] if w == "${FLAGS[@]}" else [w] for w in a), []) for a in lines]
     one, nodes = lines[0], [a for a in lines if "--nnodes" in a]

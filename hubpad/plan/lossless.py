@@ -56,6 +56,9 @@ MECHANISMS: dict[str, tuple[str, str]] = {
         "**Layers sharded with the key/value heads** (beside k and v, such as a lightning indexer's query heads) get "
         "zero rows for the new key/value heads: what a new one computes serves only its own new group of query heads, "
         "whose output is zero.")),
+    "heads.head_rows": ("heads", (
+        "**Other per-head tensors** (such as per-key/value-head short convolutions) get zero rows for the new heads: "
+        "they act only on the new heads, whose output is zero or cancelled as above.")),
     "heads.indexer": ("heads", (
         "**Sparse-attention indexer.** The attention heads never feed it and its own head count is not padded: it is "
         "copied byte for byte and replicated on every rank, so it selects the same key positions as upstream for "
@@ -77,6 +80,12 @@ MECHANISMS: dict[str, tuple[str, str]] = {
         "k and v rows and conv channels are zero, so q, k and v stay zero after the convolution and the L2 norm; the "
         "delta-rule state stays zero for any finite gate (its A_log and dt_bias are 0.0), its output and the gated "
         "norm of it are zero, and o_proj's columns for it are zero.")),
+    "linear.mamba2": ("linear", (
+        "**Mamba2 layers.** Heads grow in whole groups (each with its own B and C and its own gated-norm group), "
+        "appended at the end of every section, so every real head keeps its group on every rank (a model with one "
+        "group gains tp - 1 zero groups of all its heads, whose norm spans them). A new head's x, z, B and C rows and "
+        "conv channels are zero, so its state stays zero for any finite dt and A (its A_log, D and dt_bias are 0.0); "
+        "its output and the gated norm of its all-zero group are zero, and out_proj's columns for it are zero.")),
     "mlp.channels": ("mlp", (
         "**MLP width.** New intermediate channels have zero gate and up rows, so they compute act(0) · 0 = 0, and "
         "zero down-projection columns, so nothing they compute reaches the output. "
@@ -113,8 +122,8 @@ _FORMAT_OF = {"nvfp4-modelopt": "nvfp4", "gptq_v2": "gptq", "awq": "gptq"}  # th
 # `declared`; the others do not change what padding does to the numbers (names, serving, config plumbing). A field
 # missing here is unclaimed when it is set: a new field must be classified (tests/test_lossless.py checks).
 ADAPTER_FIELDS = {
-    "mechanism": {"linear_patterns", "intermediate_keys", "head_vectors", "fused_experts", "presharded_qkv",
-                  "linear_attention", "linear_attention_family", "layer_qk_norms", "lossless"},
+    "mechanism": {"linear_patterns", "intermediate_keys", "head_vectors", "head_rows", "fused_experts",
+                  "presharded_qkv", "linear_attention", "linear_attention_family", "layer_qk_norms", "lossless"},
     "other": {"name", "model_types", "copy_modules", "copy_params", "per_head_norms", "hidden_must_divide_by_heads",
               "vllm_head_dim_from_hidden", "vllm_route", "mtp_fc_shards_hidden", "tp_at_most_experts", "vllm_reads",
               "text_config", "layers", "architectures", "tied_keys"},
@@ -144,12 +153,15 @@ def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
             out.append("heads.index_kv")
     if adapter.head_vectors:
         out.append("heads.sinks")
+    if adapter.head_rows:
+        out.append("heads.head_rows")
     if adapter.presharded_qkv:
         out.append("heads.presharded")
     if adapter.layer_qk_norms:
         out.append("norm.rescale")
-    if adapter.linear_attention:
-        out.append(f"linear.{adapter.linear_attention_family}")
+    if adapter.linear_attention:  # a family this module has no sentence for: unclaimed
+        family = f"linear.{adapter.linear_attention_family}"
+        out.append(family if family in MECHANISMS else f"unclaimed:linear attention {adapter.linear_attention_family}")
     if kinds & {"rows", "cols"} or adapter.fused_experts:
         out.append("mlp.channels")
     out += [m for m in adapter.lossless if m in MECHANISMS]  # (an unknown key: unclaimed, below)
@@ -172,7 +184,7 @@ def _unknown(adapter: Adapter, shape: HeadShape, kinds: set[str]) -> list[str]:
 
 
 # Mechanisms that apply only where the checkpoint has the tensors they pad (`record`'s `found`).
-FOUND_IN_CHECKPOINT = ("heads.sinks", "heads.presharded", "norm.rescale")
+FOUND_IN_CHECKPOINT = ("heads.sinks", "heads.presharded", "heads.head_rows", "norm.rescale")
 
 
 def record(adapter: Adapter, shape: HeadShape, *, heads: bool, kv: bool, mlp: bool, linear: bool,
