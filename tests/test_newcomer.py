@@ -648,6 +648,7 @@ def test_dry_run_reaches_the_runs_verdict(good, tmp_path):
             verdict = json.loads(r.stdout)
             assert verdict["up_to_date"] is True and verdict["would_publish"] is False
             assert verdict["holds"]["tp"] == 6 and verdict["plan"]["tp"] == 6
+            assert verdict["disk"] is None  # nothing to write: no room to check
         else:
             assert r.stdout.splitlines()[-1] == "dry run: " + run("mirror", good, "--tp", "6", "--to", dst).stdout.strip()
     foreign = tmp_path / "foreign"
@@ -661,6 +662,7 @@ def test_dry_run_reaches_the_runs_verdict(good, tmp_path):
         assert "dry run: would publish" in run(*args, "--dry-run", "--force").stdout  # as the run would, forced
     r = run("mirror", good, "--tp", "3", "--to", dst, "--dry-run", "--force", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["would_publish"] is True
+    assert json.loads(r.stdout)["disk"]["said"].startswith("disk: the derivative needs ")  # the room the run checks
     assert sorted((p.name, p.stat().st_mtime_ns) for p in dst.iterdir()) == before  # nothing written
     assert (foreign / "notes.txt").read_text() == "mine" and not list(tmp_path.glob(".*hubpad*"))
 

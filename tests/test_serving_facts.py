@@ -189,10 +189,32 @@ def test_nemotron_h_flags_and_minimum_vllm():
 def test_inkling_flags_and_minimum_vllm():
     """Inkling: the inkling tool-call and reasoning parsers, MTP through InklingMTPModel (one draft token per MTP depth,
     8 in the published mtp_config), all first in 0.26.0."""
-    from tests.inkling_real import INKLING
+    from tests.inkling_real import INKLING, text_only
 
-    s = adapter_for(INKLING).serving(INKLING)
-    assert (s["tool_call_parser"], s["reasoning_parser"]) == ("inkling", "inkling")
-    assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 8}
-    assert min_vllm(s["vllm_features"])["version"] == "0.26.0"
-    assert all(f in FIRST_RELEASE for f in s["vllm_features"])
+    for cfg in (INKLING, text_only(INKLING)):  # and its text-only format, InklingForCausalLM: 0.26.0 as well
+        s = adapter_for(cfg).serving(cfg)
+        assert (s["tool_call_parser"], s["reasoning_parser"]) == ("inkling", "inkling")
+        assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 8}
+        assert min_vllm(s["vllm_features"])["version"] == "0.26.0"
+        assert all(f in FIRST_RELEASE for f in s["vllm_features"])
+    assert "arch:InklingForCausalLM" in s["vllm_features"]
+
+
+def test_nemotron_h_puzzle_flags_and_minimum_vllm():
+    """Nemotron-H Puzzle: Nemotron 3's parsers, --trust-remote-code (vLLM reads each layer's config from the
+    checkpoint's class), NemotronHPuzzleForCausalLM (0.16.0), its MTP (0.19.0); per-layer MLP widths need 0.17.0."""
+    from tests.nemotron_h_real import PUZZLE
+
+    s = adapter_for(PUZZLE).serving(PUZZLE)
+    assert (s["tool_call_parser"], s["reasoning_parser"], s["extra_args"]) == (
+        "qwen3_coder", "nemotron_v3", ["--trust-remote-code"])
+    assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
+    assert min_vllm(s["vllm_features"]) == {"version": "0.19.0", "because": [
+        "Nemotron-H Puzzle MTP speculative decoding (NemotronHMTPModel)"]}
+    no_mtp = [f for f in s["vllm_features"] if not f.startswith("spec:")]  # at TP 3 and 6 (hidden 4096)
+    assert min_vllm(no_mtp) == {"version": "0.17.1", "because": ["reasoning parser nemotron_v3"]}
+    dense = {**PUZZLE, "block_configs": [{"block_type": "mamba"}, {"block_type": "mlp", "intermediate_size": 96}],
+             "num_nextn_predict_layers": 0, "moe_latent_size": None}
+    s = adapter_for(dense).serving(dense)
+    assert (s["tool_call_parser"], min_vllm(s["vllm_features"])) == (None, {
+        "version": "0.17.0", "because": ["a Nemotron-H Puzzle's per-layer MLP widths"]})

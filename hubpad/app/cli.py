@@ -594,7 +594,7 @@ def _dry_run(plan, publisher, as_json: bool, staged: bool = False) -> None:
     written; `--json` prints it with the plan."""
     from hubpad.run.mirror import preview
 
-    verdict = preview(plan, publisher)
+    verdict = preview(plan, publisher, publish_only=staged)
     set_outputs({"changed": verdict["would_publish"], "upstream_sha": plan.source.commit or "",
                  "target": publisher.label})
     if as_json:
@@ -608,6 +608,9 @@ def _dry_run(plan, publisher, as_json: bool, staged: bool = False) -> None:
         click.echo(f"dry run: would publish {len(plan.shards)} staged shard(s) to {publisher.label}")
     else:
         click.echo(f"dry run: would publish {human(plan.bytes_out)} in {len(plan.shards)} shard(s) to {publisher.label}")
+    if verdict["disk"] is not None:  # the room the run checks before its first byte
+        stops = verdict["disk"]["stops"]
+        click.echo(verdict["disk"]["said"] + (f" ({stops}: the run would stop before writing)" if stops else ""))
 
 
 def _up_to_date_line(target: str, upstream: str, commit: str | None) -> str:

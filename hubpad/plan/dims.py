@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import Adapter
+from hubpad.plan.adapters.base import Adapter, width_kind
 from hubpad.plan.heads import HeadShape
 
 VLLM_VOCAB_PAD = 64
@@ -138,7 +138,7 @@ def choose_intermediate(size: int, tp: int, n_align: int, k_align: int, tile: in
 
 def growth_tile(group: str) -> int:
     """What a padded intermediate group grows in per rank: routed experts' alignment already holds their tile."""
-    return 1 if group == "expert" else MLP_TILE
+    return 1 if width_kind(group) == "expert" else MLP_TILE
 
 
 def heads_shard_as_is(h: int, kv: int, hs: HeadShape, tp: int, aligns: Aligns, hidden: int, adapter: Adapter) -> bool:

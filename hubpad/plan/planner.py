@@ -24,7 +24,7 @@ from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
 from hubpad.plan.adapters import adapter_for, check_config_values, check_refused
-from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, PreshardedQKV, Role
+from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, PreshardedQKV, Role, width_kind
 from hubpad.plan.dims import (
     EXPERT_TILE,
     growth_tile,
@@ -488,7 +488,7 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = Fa
             aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
         elif role.kind == "o":
             aligns.o_k = math.lcm(aligns.o_k, lay.k_align)
-        elif role.group == "expert":
+        elif width_kind(role.group) == "expert":
             a = group_align.setdefault(role.group, [EXPERT_TILE, EXPERT_TILE])
             a[0] = a[1] = math.lcm(a[0], lay.moe_align)
         else:
@@ -550,12 +550,10 @@ def _new_config(config: dict, dims: list[Dim], adapter: Adapter) -> dict:
         target = merged[adapter.text_config] = dict(config[adapter.text_config])
     for d in dims:
         for k in d.config_keys:
-            outer, _, inner = k.partition(".")
-            if not inner:
+            if "." not in k:
                 target[k] = d.after
-            elif isinstance(target.get(outer), dict) and inner in target[outer]:
-                target[outer] = {**target[outer], inner: d.after}  # a key of a sub-object (KDA's linear_attn_config)
-            # else a dotted key naming values deeper down (Gemma 4's per_layer_config): the adapter's padded_config
+            else:  # a key of a sub-object (KDA's linear_attn_config) or a list entry (Puzzle's block_configs.N.*)
+                _set_existing(target, k.split("."), d.after)
     for path in adapter.tied_values(config):
         *parents, last = path.split(".")
         node = target
@@ -564,6 +562,26 @@ def _new_config(config: dict, dims: list[Dim], adapter: Adapter) -> dict:
             node = node[part]
         node[last] = target[adapter.tied_keys[path]]
     return merged
+
+
+def _set_existing(node: dict | list, path: list[str], value) -> None:
+    """Set the value at `path` (keys of objects, indices of lists) in `node`, copying each container on the way so
+    upstream's config stays as it is; a path config.json does not hold as such is left alone (a dotted key naming
+    values deeper down, as Gemma 4's per_layer_config: the adapter's padded_config writes those)."""
+    part, rest = path[0], path[1:]
+    if isinstance(node, list):
+        if not part.isdigit() or int(part) >= len(node):
+            return
+        part = int(part)
+    elif not isinstance(node, dict) or part not in node:
+        return
+    if not rest:
+        node[part] = value
+        return
+    child = node[part]
+    if isinstance(child, (dict, list)):
+        node[part] = copy = dict(child) if isinstance(child, dict) else list(child)
+        _set_existing(copy, rest, value)
 
 
 def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],

@@ -48,6 +48,22 @@ class _NoProgress:
         pass
 
 
+class _WhenBytes:
+    """A progress sink made only once bytes come (a check that reads nothing shows nothing)."""
+
+    def __init__(self, make: Callable[[], ProgressSink]) -> None:
+        self._make, self._sink = make, None
+
+    def update(self, n: int) -> None:
+        if self._sink is None:
+            self._sink = self._make()
+        self._sink.update(n)
+
+    def close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+
+
 @dataclass
 class RunHooks:
     """How a run shows itself: a progress sink per shard, and a collapsible log group per shard (Actions)."""
@@ -127,11 +143,12 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     except BaseException:  # a refused or unreachable target: nothing of this run may stay behind (scratch, locks)
         publisher.abort()
         raise
-    upstream_sha, fresh = _verdict(plan, publisher, existing)
+    upstream_sha, fresh = _verdict(plan, publisher, existing, hooks)
     if fresh:
         return _settle_up_to_date(plan, publisher, existing)
     inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
     try:
+        publisher.check_room(plan, _to_build(plan, publisher, upstream_sha, only, publish_only))
         entries = _build_or_reuse_shards(plan, publisher, inputs, upstream_sha, only, publish_only, hooks)
         inputs.finish(None)
         if only is not None:
@@ -149,27 +166,44 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     return summary
 
 
-def preview(plan: Plan, publisher: Publisher) -> dict:
+def preview(plan: Plan, publisher: Publisher, publish_only: bool = False) -> dict:
     """What `run_mirror` would do, writing nothing (`--dry-run`): the same checks of the target (a refusal raises
-    the same error) and the same freshness rule, so a dry run reaches the run's verdict."""
+    the same error), the same freshness rule, so a dry run reaches the run's verdict, and, when it would publish,
+    the disk the run checks before its first byte (`disk`: its figure, and why the run would stop, if it would).
+    The publisher only reads (`inspect`): no lock, no scratch, nothing created or removed."""
     _check_needs_padding(plan)
     try:
         existing = publisher.inspect(plan)
-        _, fresh = _verdict(plan, publisher, existing)
+        upstream_sha, fresh = _verdict(plan, publisher, existing)
+        room = None if fresh else publisher.room(plan, _to_build(plan, publisher, upstream_sha, None, publish_only))
     finally:
         publisher.abort()
     return {"dry_run": True, "target": publisher.label, "upstream": plan.source.label,
             "upstream_commit": plan.source.commit, "up_to_date": fresh, "would_publish": not fresh,
             "bytes_out": plan.bytes_out, "shards": len(plan.shards),
             "holds": None if existing is None else {"upstream": (existing.get("upstream") or {}).get("repo"),
-                                                    "tp": existing.get("tp")}}
+                                                    "tp": existing.get("tp")},
+            "disk": None if room is None else {"need": room.need, "least": room.least, "free": room.free,
+                                               "where": str(room.where), "said": room.said(),
+                                               "stops": publisher.short_of_room(room)}}
 
 
-def _verdict(plan: Plan, publisher: Publisher, existing: dict | None) -> tuple[dict[str, str | None], bool]:
+def _verdict(plan: Plan, publisher: Publisher, existing: dict | None,
+             hooks: RunHooks | None = None) -> tuple[dict[str, str | None], bool]:
     """The one rule for "up to date" (a run and a dry run both ask it): the target's hubpad.json records this
     upstream state, padded for this TP into these shards. Returns the upstream weight files' sha256 as known."""
-    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)
+    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing, hooks)
     return upstream_sha, is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards])
+
+
+def _to_build(plan: Plan, publisher: Publisher, upstream_sha: dict, only: set[str] | None,
+              publish_only: bool) -> list[ShardPlan]:
+    """The shards a run will build, as far as records tell before any byte is read (a record whose bytes no longer
+    check is built after all)."""
+    if publish_only:
+        return []
+    return [s for s in plan.shards if (only is None or s.name in only)
+            and not publisher.may_reuse(shard_entry(s, "", upstream_sha))]
 
 
 def _log_route(plan: Plan) -> None:
@@ -202,16 +236,18 @@ def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summ
     return summary  # the caller says so, once (the CLI on stdout)
 
 
-def _upstream_hashes(plan: Plan, publisher: Publisher,
-                     existing: dict | None) -> tuple[dict[str, str | None], str | None]:
+def _upstream_hashes(plan: Plan, publisher: Publisher, existing: dict | None,
+                     hooks: RunHooks | None = None) -> tuple[dict[str, str | None], str | None]:
     """The sha256 of each upstream weight file, as far as known before reading (the Hub lists them), and the
     upstream's state for the freshness rule: its commit, or a local upstream's content digest."""
     source = plan.source
-    if source.kind == "local" and (publisher.stages or (existing or {}).get("shards")):
+    if source.kind == "local" and (publisher.has_staged_shards() or (existing or {}).get("shards")):
         # Staged or published shards can only be matched to a local upstream by content: hash the local files
         # first (a local read pass is cheap next to rebuilding and re-uploading), so records made now and
         # on a resumed run agree. The same hashes say whether anything changed at all (hubpad.json's digest).
-        hashes = {f: file_sha256(source.local_path(f)) for f in plan.files}
+        progress = (hooks or RunHooks()).progress(f"hashing {source.label}", sum(e.size for e in plan.files.values()))
+        hashes = {f: file_sha256(source.local_path(f), progress.update) for f in plan.files}
+        progress.close()
         return {f: hashes[f] for f in plan.weight_files}, digest_of(hashes)
     return {f: plan.files[f].sha256 for f in plan.weight_files}, source.commit
 
@@ -234,15 +270,17 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
                            only: set[str] | None, publish_only: bool, hooks: RunHooks) -> list[dict]:
     """Each output shard in order: kept when the target already has it with the same inputs, else built."""
     summary, entries = inputs.summary, []
+    unchecked: list[tuple[ShardPlan, dict]] = []  # built, some input file not yet read to its end and checked
     for i, shard in enumerate(plan.shards):
         if only is not None and shard.name not in only:
             continue
-        found = _reusable(shard, publisher, inputs, upstream_sha, publish_only)
+        found = _reusable(shard, publisher, inputs, upstream_sha, publish_only, hooks)
         if found is not None:
             publisher.keep_shard(found)
             summary.shards_reused.append(shard.name)
             entries.append(found)
             inputs.finish(i)
+            unchecked = _record_checked(publisher, unchecked, inputs.verified, upstream_sha)
             continue
         with hooks.group(f"{shard.name} ({human(shard.size)})"):
             path = publisher.shard_path(shard.name)
@@ -259,15 +297,34 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
         publisher.put_shard(entry, path)
         summary.shards_built.append(shard.name)
         entries.append(entry)
+        unchecked = _record_checked(publisher, unchecked + [(shard, entry)], inputs.verified, upstream_sha)
     return entries
 
 
+def _record_checked(publisher: Publisher, unchecked: list[tuple[ShardPlan, dict]], verified: dict[str, str],
+                    upstream_sha: dict) -> list[tuple[ShardPlan, dict]]:
+    """Hand the publisher each built shard whose input files are now all read and checked, its inputs keyed by
+    their checked hashes (what lets the run after an interrupted one reuse it); return the others. A publisher
+    that stages its shards (the Hub) keeps its own records."""
+    if publisher.stages:
+        return []
+    waiting = []
+    for shard, entry in unchecked:
+        if all(f in verified for f in shard.source_ranges()):
+            publisher.record_shard(_with_checked_inputs(shard, dict(entry), verified, upstream_sha))
+        else:
+            waiting.append((shard, entry))
+    return waiting
+
+
 def _reusable(shard: ShardPlan, publisher: Publisher, inputs: _Inputs, upstream_sha: dict,
-              publish_only: bool) -> dict | None:
+              publish_only: bool, hooks: RunHooks) -> dict | None:
     """The target's entry for this exact shard, if it has one whose bytes can be trusted."""
     planned = shard_entry(shard, "", upstream_sha)
     known = all(upstream_sha.get(f) for f in shard.source_ranges())
-    found = publisher.find_reusable(planned) if known else None
+    check = _WhenBytes(lambda: hooks.progress(f"checking {shard.name}", shard.size))
+    found = publisher.find_reusable(planned, check.update) if known else None
+    check.close()
     if found is None and publish_only:
         raise HubpadError(f"{shard.name} is not staged on {publisher.label}: a part run is missing or "
                           f"failed; run its `hubpad mirror ... --part i/K` first (nothing was published)")
@@ -299,12 +356,18 @@ def _finish_part(publisher: Publisher, entries: list[dict], summary: Summary, st
 
 def _record_verified_inputs(plan: Plan, entries: list[dict], verified: dict[str, str], upstream_sha: dict) -> None:
     """Local sources learn their hashes only while read: fix up the entries' recorded inputs."""
-    full = {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha}
     for shard, entry in zip(plan.shards, entries):
-        entry["verified"] = True
-        entry["inputs"] = shard_inputs_key(shard, full)
-        for src in entry["sources"]:
-            src["sha256"] = full.get(src["file"])
+        _with_checked_inputs(shard, entry, verified, upstream_sha)
+
+
+def _with_checked_inputs(shard: ShardPlan, entry: dict, verified: dict[str, str], upstream_sha: dict) -> dict:
+    """`entry`, its inputs keyed and its sources named by the checked hashes of its upstream files."""
+    full = {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha}
+    entry["verified"] = True
+    entry["inputs"] = shard_inputs_key(shard, full)
+    for src in entry["sources"]:
+        src["sha256"] = full.get(src["file"])
+    return entry
 
 
 def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict], inputs: _Inputs,

