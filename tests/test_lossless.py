@@ -101,6 +101,7 @@ def test_every_registered_adapter_says_what_its_declaration_does(adapter):
         assert {"gdn": "Gated DeltaNet", "kda": "Kimi Delta Attention", "mamba2": "Mamba2"}[family] in texts[
             f"linear.{family}"]
     assert ("heads.head_rows" in keys) == bool(adapter.head_rows)
+    assert ("tower.heads" in keys) == bool(adapter.vision_tower)
     grows_mlp = any(role.kind in ("rows", "cols") for _, role in adapter.linear_patterns) or adapter.fused_experts
     assert ("mlp.channels" in keys) == bool(grows_mlp)
     copies_indexer = any("indexer" in p for p in adapter.copy_modules)
@@ -217,6 +218,29 @@ def test_real_layouts_record_what_grew_and_its_formats(tmp_path, name):
     assert ("FP8 with block scales" in texts) == ("fp8-block" in formats)
     assert ("FP8 with one scale per tensor" in texts) == ("fp8-tensor" in formats)
     assert ("MXFP4" in texts) == ("mxfp4" in formats)
+
+
+def test_a_fused_qkv_and_a_padded_vision_tower_are_said(tmp_path):
+    """Ling's fused query_key_value (role kind qkv) pads attention heads like separate q/k/v; MiMo-V2.5's vision tower,
+    padded at TP 5 (its merger divides 5, not 3 or 6), gets its own sentence, and only where it grew."""
+    from tests import bailing_models
+
+    bailing_models.build(tmp_path / "ling")
+    plan = make_plan(open_source(str(tmp_path / "ling")), 3)
+    assert plan.lossless == {"mechanisms": ["heads.own_kv", "mlp.channels"], "formats": ["dense"]}
+    vision = dict(mimo_real.MIMO_V2_5["vision_config"], depth=2, fullatt_block_indexes=[0])
+    cfg = dict(mimo_real.MIMO_V2_5, num_hidden_layers=3, hybrid_layer_pattern=[0, 1, 1], moe_layer_freq=[0, 1, 1],
+               n_routed_experts=10, vision_config=vision)
+    cfg["quantization_config"] = dict(cfg["quantization_config"],
+                                      ignored_layers=[f"model.layers.{i}.self_attn.o_proj" for i in range(3)])
+    plan = _plan(tmp_path, "v25", cfg, mimo_real.pro_tensors(cfg), tp=5)
+    assert {d.name: (d.before, d.after) for d in plan.dims}["vision kv heads"] == (8, 10)
+    assert plan.lossless["mechanisms"][-1] == "tower.heads"
+    texts = {s["key"]: s["text"] for s in lossless.sentences(plan.lossless)}
+    assert "Vision tower" in texts["tower.heads"] and "sink" in texts["tower.heads"]
+    small = dict(cfg, vision_config=dict(vision, num_heads=40, num_key_value_heads=10, intermediate_size=4610))
+    plan = _plan(tmp_path, "v25-even", small, mimo_real.pro_tensors(small), tp=5)  # a tower TP 5 already divides
+    assert "tower.heads" not in plan.lossless["mechanisms"]
 
 
 def test_the_card_says_it_and_an_older_hubpad_json_gets_no_claim(tmp_path):

@@ -3,7 +3,8 @@ format of the layers it pads (the card's "Why the outputs do not change").
 
 A family's mechanisms are read off what its adapter declares (`declared`): its HeadShape (kv heads of its own,
 MLA's shared latent, DeepSeek-V4's output groups, layers sharded with the kv heads), head vectors (sinks), pre-sharded
-qkv, linear attention (GDN, KDA), q/k norms over all heads (rescaled), intermediate groups and fused experts. What the
+qkv, linear attention (GDN, KDA, Mamba2), q/k norms over all heads (rescaled), intermediate groups and fused experts, a
+head-sharded vision tower. What the
 structure cannot show (a replicated indexer the heads never feed) the adapter states in `Adapter.lossless`. A
 declaration this module does not know (a new Adapter or HeadShape field with a non-default value, a role kind it has
 no argument for) yields the `unclaimed` sentence, which names it and claims nothing: a new family gets either a true
@@ -23,7 +24,7 @@ from hubpad.plan.adapters.base import Adapter
 from hubpad.plan.heads import HeadShape
 
 # key -> (the part of the model that must grow for it to apply, its sentence). The parts: "heads" (attention heads or
-# kv heads), "mlp" (an intermediate group), "linear" (linear-attention heads).
+# kv heads), "mlp" (an intermediate group), "linear" (linear-attention heads), "tower" (a vision tower's heads).
 MECHANISMS: dict[str, tuple[str, str]] = {
     "heads.own_kv": ("heads", (
         "**Attention heads.** New query heads come in whole key/value groups, each group with a new key/value head of "
@@ -90,6 +91,12 @@ MECHANISMS: dict[str, tuple[str, str]] = {
         "**MLP width.** New intermediate channels have zero gate and up rows, so they compute act(0) · 0 = 0, and "
         "zero down-projection columns, so nothing they compute reaches the output. "
         "A router, where there is one, is copied, so every token reaches the same experts.")),
+    "tower.heads": ("tower", (
+        "**Vision tower.** vLLM shards this tower's attention by head too, so it grows in whole key/value groups, "
+        "appended at the end of each section of its fused qkv: a new head's q, k and v rows (and biases) are zero, so "
+        "it attends over zero values and its output is 0, the output projection's columns for it are zero and its "
+        "sink logit, where the tower has sinks, is 0.0. Every real head keeps its key/value head on every rank. Its "
+        "MLP grows zero neurons (zero gate and up rows, zero down-projection columns). The tower is unquantized.")),
 }
 UNCLAIMED = ("**{what}.** hubpad pads these as well, but this card states no reason why that leaves the outputs "
              "unchanged: see the family's page in hubpad's docs/families before relying on it.")
@@ -123,10 +130,13 @@ _FORMAT_OF = {"nvfp4-modelopt": "nvfp4", "gptq_v2": "gptq", "awq": "gptq"}  # th
 # missing here is unclaimed when it is set: a new field must be classified (tests/test_lossless.py checks).
 ADAPTER_FIELDS = {
     "mechanism": {"linear_patterns", "intermediate_keys", "head_vectors", "head_rows", "fused_experts",
-                  "presharded_qkv", "linear_attention", "linear_attention_family", "layer_qk_norms", "lossless"},
+                  "presharded_qkv", "linear_attention", "linear_attention_family", "layer_qk_norms", "lossless",
+                  "vision_tower"},
+    # shared_experts_key: how wide the shared experts' group grows (its layers' rows/cols roles give mlp.channels);
+    # keep_files: upstream files copied as they are
     "other": {"name", "model_types", "copy_modules", "copy_params", "per_head_norms", "hidden_must_divide_by_heads",
               "vllm_head_dim_from_hidden", "vllm_route", "mtp_fc_shards_hidden", "tp_at_most_experts", "vllm_reads",
-              "text_config", "layers", "architectures", "tied_keys"},
+              "text_config", "layers", "architectures", "tied_keys", "shared_experts_key", "keep_files"},
 }
 SHAPE_FIELDS = {
     "mechanism": {"kv_heads", "group", "per_kv"},
@@ -134,7 +144,8 @@ SHAPE_FIELDS = {
     # argument as the config's heads); gates: per-head gates, whose zero rows scale an output already zero or cancelled
     "other": {"widths", "labels", "config_head_dim", "latent_kv", "kv_groups", "group_key", "head_ratio", "gates"},
 }
-_ROLE_KINDS = {"q", "kv", "o", "rows", "cols", "copy"}
+_HEAD_KINDS = {"q", "kv", "o", "qkv"}  # qkv: a fused [q | k | v], each section padded at its end (plan/sections.py)
+_ROLE_KINDS = _HEAD_KINDS | {"rows", "cols", "copy"}
 
 
 def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
@@ -142,7 +153,7 @@ def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
     `unclaimed:<what>` for a declaration this module has no argument for."""
     out: list[str] = []
     kinds = {role.kind for _, role in adapter.linear_patterns}
-    if kinds & {"q", "kv", "o"} or adapter.presharded_qkv:
+    if kinds & _HEAD_KINDS or adapter.presharded_qkv:
         if shape.group > 1:
             out.append("heads.o_groups")
         elif not shape.kv_heads:
@@ -164,6 +175,8 @@ def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
         out.append(family if family in MECHANISMS else f"unclaimed:linear attention {adapter.linear_attention_family}")
     if kinds & {"rows", "cols"} or adapter.fused_experts:
         out.append("mlp.channels")
+    if adapter.vision_tower:
+        out.append("tower.heads")
     out += [m for m in adapter.lossless if m in MECHANISMS]  # (an unknown key: unclaimed, below)
     out += [f"unclaimed:{what}" for what in _unknown(adapter, shape, kinds)]
     return [m for i, m in enumerate(out) if m not in out[:i]]
@@ -188,11 +201,11 @@ FOUND_IN_CHECKPOINT = ("heads.sinks", "heads.presharded", "heads.head_rows", "no
 
 
 def record(adapter: Adapter, shape: HeadShape, *, heads: bool, kv: bool, mlp: bool, linear: bool,
-           layouts: set[str], found: set[str]) -> dict:
+           layouts: set[str], found: set[str], tower: bool = False) -> dict:
     """hubpad.json's `lossless`: the mechanisms that apply at this TP (what grew: attention `heads`, `kv` heads,
-    an `mlp` width, `linear` attention heads; `found`: which of FOUND_IN_CHECKPOINT the checkpoint has tensors for)
-    and the storage layouts of the layers that grew."""
-    grew = {"heads": heads or kv, "mlp": mlp, "linear": linear}
+    an `mlp` width, `linear` attention heads, a vision `tower`; `found`: which of FOUND_IN_CHECKPOINT the checkpoint
+    has tensors for) and the storage layouts of the layers that grew."""
+    grew = {"heads": heads or kv, "mlp": mlp, "linear": linear, "tower": tower}
     keep = []
     for key in declared(adapter, shape):
         if key == ("heads.shared_kv" if kv else "heads.own_kv"):

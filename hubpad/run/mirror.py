@@ -428,6 +428,9 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
     """The family's vLLM serving flags, with what the format needs and the mirrors file's overrides."""
     serving = dict(plan.adapter.serving(plan.new_config))  # the derivative's config: padded heads included
     serving["upstream_tp_values"] = plan.upstream_tp_values
+    notes = plan.adapter.tp_notes(plan.new_config, plan.tp)  # what serving at this TP needs (the card says it)
+    if notes:
+        serving["notes"] = [*serving.get("notes", []), *notes]
     features = list(serving.pop("vllm_features", []))
     hidden = int(plan.adapter.dims_config(plan.new_config).get("hidden_size") or 0)
     if serving.get("speculative_config") and plan.adapter.mtp_fc_shards_hidden and hidden % plan.tp:
