@@ -162,7 +162,7 @@ def make_request(upstream: str, tp, target: str, private: bool, draft: str, who:
             raise ValueError(explain.cannot_write(target, who.user, refused=False))
         plan = make_plan(HubSource(upstream, token=who.token), tp, settings.shard_size)
         if plan.needs_padding:
-            target_publisher(target, req.private, who.token, settings).check(plan)  # taken, or not writable
+            target_publisher(target, req.private, who.token, settings).inspect(plan)  # taken, or not writable
         if draft:
             check_repo_id(draft, "draft model")
             speculative_config(req.draft_target, read_json(HubSource(draft, token=who.token), "config.json"),
