@@ -141,5 +141,5 @@ DOTS3_NOTE = Dots3NoteAdapter(
     copy_modules=COPY_MODULES + ROUTERS + MLA_LATENT + INDEXER + MTP_MODULES + _OWN,
     copy_params=COPY_PARAMS + INDEXER_PARAMS + [_TOWERS + r".*$"],
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
-    shared_experts_key="n_shared_experts",
+    shared_experts_key="n_shared_experts", lossless=("heads.indexer",),  # the full layers' indexer: copied, replicated
 )

@@ -21,6 +21,7 @@ rank (read in vLLM 0.32's llama_eagle3.py / qwen3_eagle3.py / llama.py / qwen3.p
 
 from __future__ import annotations
 
+from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import ATTENTION, COPY_PARAMS, DENSE_MLP, Adapter, L
 
 # A draft's decoder layers: `midlayer.` (one layer, the published EAGLE-3 name) or `layers.N.` (several).
@@ -177,6 +178,16 @@ def default_speculative_tokens(method: str, config: dict | None = None) -> int:
     methods = (spec.get("proposal_methods") if isinstance(spec, dict) else None) or [{}]
     tokens = methods[0].get("speculative_tokens") if isinstance(methods, list) and isinstance(methods[0], dict) else None
     return tokens if type(tokens) is int and tokens > 0 else 3  # a speculators config's own, else 3
+
+
+def speculative_config(model: str, config: dict, tokens: int | None = None, what: str | None = None) -> dict:
+    """vLLM's --speculative-config for serving with the draft `model` (the padded draft's repo id or path), whose
+    config.json is `config`: the method as vLLM detects it, and `tokens` or the method's default."""
+    method = draft_method(config)
+    if method is None:
+        raise ConfigError(f"{what or model}: config.json names no speculative-decoding draft vLLM knows "
+                          f"(architectures {config.get('architectures')})")
+    return {"method": method, "model": model, "num_speculative_tokens": tokens or default_speculative_tokens(method, config)}
 
 
 # Drafts hubpad knows and does not pad (yet), by architecture, with the reason (checked before anything else).
