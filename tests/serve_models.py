@@ -126,6 +126,17 @@ FAMILIES: dict[str, Family] = {
                          seed=4),  # seed 0: a greedy step 5.2e-3 from a tie (seen in vLLM, and in transformers)
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
                       reference_tp=_SAME_HEADS_PER_RANK),
+    # The registry families of tests/test_registry_families.py (issue 33). Gemma 2: like Gemma 3's hidden 192 = 6 x 32,
+    # attention and final logits soft-capped. Phi-3.5-MoE: Mixtral's experts with q/k/v/o and lm_head biases.
+    # Apertus: an ungated xIELU MLP and per-head q/k norms; Nemotron: an ungated relu^2 MLP, partial RoPE.
+    "gemma2": Family("gemma2", dict(hidden_size=192, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                                    intermediate_size=256, query_pre_attn_scalar=32, sliding_window=16,
+                                    attn_logit_softcapping=50.0, final_logit_softcapping=30.0)),
+    "phimoe": Family("phimoe", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+                                    attention_bias=True, lm_head_bias=True, router_jitter_noise=0.0,
+                                    input_jitter_noise=0.0)),
+    "apertus": Family("apertus", dict(GQA, intermediate_size=256)),
+    "nemotron": Family("nemotron", dict(GQA, intermediate_size=256, partial_rotary_factor=0.5)),
 }
 
 
