@@ -43,3 +43,5 @@ REGISTRY_REFUSALS: dict[str, str] = {
         "gated RMSNorm normalizes over all mamba heads at once and zero heads would change it; vLLM needs mamba "
         "heads % TP == 0 (128 heads: TP 2, 4 and 8 serve as they are)"),
 }
+# Falcon's older configs name the same model RefinedWeb / RefinedWebModel (vLLM's RWConfig)
+REGISTRY_REFUSALS.update({alias: REGISTRY_REFUSALS["falcon"] for alias in ("RefinedWeb", "RefinedWebModel")})
