@@ -126,7 +126,6 @@ def test_published_layouts_plan(tmp_path, name):
     ("internlm2", "InternLM2-20B's 48 heads / 8 kv heads serve as they are at TP 2, 4 and 8"),
     ("telechat", "vLLM's TeleChat2ForCausalLM computes head_dim"),
     ("jamba", "states that width as an integer multiple of hidden_size"),
-    ("granitemoehybrid", "its Mamba2 layers have one group"),
     ("llava_onevision", "shards its SigLIP vision tower by heads (16 heads of 72"),
     ("llava", "shards its CLIP or Pixtral vision tower by heads"),
     ("paligemma", "PaliGemmaForConditionalGeneration shards its SigLIP vision tower"),

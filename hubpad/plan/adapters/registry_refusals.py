@@ -11,9 +11,6 @@ source (vllm/model_executor/models/<file>.py, 0.32.0). docs/families.md's regist
 - Jamba (jamba.py): its Mamba layers are mamba_expand x hidden_size channels wide (1.5-Large: 2 x 8192 = 16384,
   1.5-Mini: 8192), which vLLM's MambaMixer splits evenly over TP; neither divides by 3, and the config states the
   width as an integer multiple of hidden_size, so a padded width cannot be written (padding hidden_size is not exact).
-- Granite 4.0-H (granitemoehybrid.py): its Mamba2 layers have one group (mamba_n_groups 1), so vLLM's gated RMSNorm
-  (layers/mamba/mamba_mixer2.py, Mixer2RMSNormGated) normalizes over every mamba head at once, all-reducing across
-  ranks; zero heads would change that mean square. MambaMixer2 asserts heads % TP == 0 (128 heads: TP 2, 4, 8 only).
 """
 
 from __future__ import annotations
@@ -38,10 +35,6 @@ REGISTRY_REFUSALS: dict[str, str] = {
         "channels (16384 in Jamba-1.5-Large, 8192 in Mini) evenly over TP, neither divides by 3, and config.json "
         "states that width as an integer multiple of hidden_size, so no padded width can be written; it serves as "
         "it is at TP 2, 4 and 8"),
-    "granitemoehybrid": (
-        "Granite 4.0-H (model_type 'granitemoehybrid') cannot be padded: its Mamba2 layers have one group, so vLLM's "
-        "gated RMSNorm normalizes over all mamba heads at once and zero heads would change it; vLLM needs mamba "
-        "heads % TP == 0 (128 heads: TP 2, 4 and 8 serve as they are)"),
 }
 # Falcon's older configs name the same model RefinedWeb / RefinedWebModel (vLLM's RWConfig)
 REGISTRY_REFUSALS.update({alias: REGISTRY_REFUSALS["falcon"] for alias in ("RefinedWeb", "RefinedWebModel")})
