@@ -4,11 +4,11 @@ tests/test_registry_families.py, for plans at the real shapes and docs/families.
 Sources: the config.json of each repo on the Hugging Face Hub as published (values written from those files;
 huggingface.co could not be reached from this machine, so they are as recorded, not re-read): google/gemma-2-27b-it,
 microsoft/Phi-3.5-MoE-instruct (its longrope factor lists left out: padding reads none of them),
-swiss-ai/Apertus-70B-Instruct-2509 (hidden 8192, intermediate 43008, 64 / 8 heads, 80 layers also in public
+zai-org/GLM-4-32B-0414, swiss-ai/Apertus-70B-Instruct-2509 (hidden 8192, intermediate 43008, 64 / 8 heads, 80 layers also in public
 converters' test configs), and the Hugging Face conversion of nvidia/Nemotron-4-340B-Instruct (NVIDIA publishes .nemo
 files; the -hf conversions carry this config). The tensor layouts are what transformers' classes hold for these
 configs, in BF16 (the published dtype), with the published names: Phi-3.5-MoE's block_sparse_moe.experts.N.w1/w2/w3,
-Apertus' attention_layernorm / feedforward_layernorm and xIELU scalars (mlp.act_fn.alpha_p, alpha_n, beta, eps: the
+GLM-4's fused mlp.gate_up_proj and sandwich norms, Apertus' attention_layernorm / feedforward_layernorm and xIELU scalars (mlp.act_fn.alpha_p, alpha_n, beta, eps: the
 last two are buffers, assumed saved), Nemotron's LayerNorm1p biases. Shard counts are not modelled.
 """
 
@@ -51,6 +51,15 @@ NEMOTRON4_340B = {
     "tie_word_embeddings": False, "torch_dtype": "bfloat16", "vocab_size": 256000,
 }
 
+GLM4_32B = {
+    "architectures": ["Glm4ForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+    "eos_token_id": [151329, 151336, 151338], "head_dim": 128, "hidden_act": "silu", "hidden_size": 6144,
+    "initializer_range": 0.02, "intermediate_size": 23040, "max_position_embeddings": 32768, "model_type": "glm4",
+    "num_attention_heads": 48, "num_hidden_layers": 61, "num_key_value_heads": 2, "pad_token_id": 151329,
+    "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "vocab_size": 151552,
+}
+
 Tensors = list[tuple[str, str, tuple[int, ...]]]
 
 
@@ -72,8 +81,13 @@ def layout(cfg: dict) -> Tensors:
     for i in range(n):
         p = f"model.layers.{i}."
         out += _linear(p + "self_attn.q_proj", q, h, bias) + _linear(p + "self_attn.k_proj", kv, h, bias)
-        out += _linear(p + "self_attn.v_proj", kv, h, bias) + _linear(p + "self_attn.o_proj", h, q, bias)
-        if mt == "gemma2":
+        out += _linear(p + "self_attn.v_proj", kv, h, bias)
+        out += _linear(p + "self_attn.o_proj", h, q, bias and mt != "glm4")
+        if mt == "glm4":  # sandwich norms, one fused [gate; up] projection (and no o_proj bias, above)
+            out += _vectors(p, ("input_layernorm", "post_self_attn_layernorm", "post_attention_layernorm",
+                                "post_mlp_layernorm"), h)
+            out += _linear(p + "mlp.gate_up_proj", 2 * inter, h) + _linear(p + "mlp.down_proj", h, inter)
+        elif mt == "gemma2":
             out += _vectors(p, ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                                 "post_feedforward_layernorm"), h)
             out += _linear(p + "mlp.gate_proj", inter, h) + _linear(p + "mlp.up_proj", inter, h)
@@ -104,6 +118,7 @@ MODELS = {
     "microsoft/Phi-3.5-MoE-instruct": (PHI35_MOE, layout),
     "swiss-ai/Apertus-70B-Instruct-2509": (APERTUS_70B, layout),
     "nvidia/Nemotron-4-340B-Instruct (HF conversion)": (NEMOTRON4_340B, layout),
+    "zai-org/GLM-4-32B-0414": (GLM4_32B, layout),
 }
 # name -> {tp: the config keys `hubpad plan` changes, with their padded values}
 PADDED = {
@@ -115,4 +130,6 @@ PADDED = {
                                            6: dict(num_attention_heads=96, num_key_value_heads=12)},
     "nvidia/Nemotron-4-340B-Instruct (HF conversion)": {3: dict(num_attention_heads=108, num_key_value_heads=9),
                                                         6: dict(num_attention_heads=144, num_key_value_heads=12)},
+    # kv 2 replicates at TP 6 and the 48 heads divide: nothing to pad there (the vocab plugin ships at both)
+    "zai-org/GLM-4-32B-0414": {3: dict(num_attention_heads=72, num_key_value_heads=3), 6: {}},
 }

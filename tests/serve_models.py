@@ -128,7 +128,7 @@ FAMILIES: dict[str, Family] = {
                       reference_tp=_SAME_HEADS_PER_RANK),
     # The registry families of tests/test_registry_families.py (issue 33). Gemma 2: like Gemma 3's hidden 192 = 6 x 32,
     # attention and final logits soft-capped. Phi-3.5-MoE: Mixtral's experts with q/k/v/o and lm_head biases.
-    # Apertus: an ungated xIELU MLP and per-head q/k norms; Nemotron: an ungated relu^2 MLP, partial RoPE.
+    # Apertus: an ungated xIELU MLP and per-head q/k norms; Nemotron: an ungated relu^2 MLP, partial RoPE; GLM-4-0414.
     "gemma2": Family("gemma2", dict(hidden_size=192, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
                                     intermediate_size=256, query_pre_attn_scalar=32, sliding_window=16,
                                     attn_logit_softcapping=50.0, final_logit_softcapping=30.0)),
@@ -137,6 +137,9 @@ FAMILIES: dict[str, Family] = {
                                     input_jitter_noise=0.0)),
     "apertus": Family("apertus", dict(GQA, intermediate_size=256)),
     "nemotron": Family("nemotron", dict(GQA, intermediate_size=256, partial_rotary_factor=0.5)),
+    # GLM-4-0414: its fused gate_up_proj is copied whole, so 768 (whole 128 tiles per rank at TP 3 and 6)
+    "glm4": Family("glm4", dict(GQA, intermediate_size=768, attention_bias=True, partial_rotary_factor=0.5,
+                                pad_token_id=0)),
 }
 
 

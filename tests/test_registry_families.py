@@ -29,6 +29,9 @@ TINY = {
                    router_jitter_noise=0.0, input_jitter_noise=0.0),
     "apertus": dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=100,
                     max_position_embeddings=16384),
+    # GLM-4's fused gate_up_proj is copied whole: an intermediate size whose per-rank share is whole 128 tiles
+    "glm4": dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=768,
+                 attention_bias=True, partial_rotary_factor=0.5, pad_token_id=0),
     "nemotron": dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=100,
                      partial_rotary_factor=0.5),
 }
@@ -62,6 +65,8 @@ def test_padded_model_gives_identical_logits(tmp_path, model_type, tp):
     assert new["head_dim"] == (old.get("head_dim") or old["hidden_size"] // old["num_attention_heads"])
     if model_type == "gemma2":  # transformers' Gemma2Config rejects hidden % heads != 0
         assert old["hidden_size"] % heads == 0 and new["query_pre_attn_scalar"] == 20
+    if model_type == "glm4":
+        assert new["intermediate_size"] == old["intermediate_size"]
     width = new["intermediate_size"] // tp
     assert width % (64 if model_type == "phimoe" else 128) == 0 or new["intermediate_size"] == old["intermediate_size"]
     ids = torch.randint(0, COMMON["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(1))
@@ -70,6 +75,14 @@ def test_padded_model_gives_identical_logits(tmp_path, model_type, tp):
     delta = (a - b).abs().max().item()
     print(f"{model_type} tp={tp}: heads {heads}/{kv}, intermediate {new['intermediate_size']}: max |Δ| = {delta}")
     assert delta <= REL_TOL * a.abs().max().item()
+
+
+def test_glm4_tp_that_would_pad_its_fused_mlp_is_refused(tmp_path):
+    """GLM-4-9B's 13696 is not whole 128 tiles per rank at TP 3: one line, since the fused gate_up_proj is copied."""
+    cfg = dict(registry_real.GLM4_32B, intermediate_size=13696, num_hidden_layers=1)
+    src = write_checkpoint(tmp_path / "glm4", cfg, registry_real.layout(cfg), n_shards=1, header_only=True)
+    result = cli("plan", src, "--tp", 3)
+    assert result.exit_code == 1 and "padding GLM-4's fused mlp.gate_up_proj is not implemented" in result.output
 
 
 def test_minimum_vllm_the_cards_state():
@@ -86,16 +99,19 @@ def test_minimum_vllm_the_cards_state():
     assert version(registry_real.NEMOTRON4_340B) == "0.5.4"
     assert version(registry_real.APERTUS_70B) == "0.10.2"
     assert version(registry_real.PHI35_MOE) == "0.6.0"
+    assert version(registry_real.GLM4_32B) == "0.8.4"
     assert version(dict(registry_real.PHI35_MOE, num_attention_heads=36, num_key_value_heads=9, head_dim=128)) == "0.9.2"
 
 
 def test_published_names_are_the_ones_padded(tmp_path):
-    """The tiny checkpoints carry the published key names (Phi-3.5-MoE's block_sparse_moe.experts.N.w1/w2/w3,
+    """The tiny checkpoints carry the published key names (GLM-4's fused gate_up_proj, Phi-3.5-MoE's block_sparse_moe.experts.N.w1/w2/w3,
     Apertus' attention_layernorm and xIELU scalars), and the padded copies keep every one of them."""
     src, dst = tmp_path / "upstream", tmp_path / "padded"
     for model_type, names in (("phimoe", ["model.layers.0.block_sparse_moe.experts.3.w2.weight",
                                           "model.layers.0.block_sparse_moe.gate.weight", "lm_head.bias",
                                           "model.layers.1.input_layernorm.bias"]),
+                              ("glm4", ["model.layers.0.mlp.gate_up_proj.weight",
+                                        "model.layers.1.post_mlp_layernorm.weight", "model.layers.0.self_attn.k_proj.bias"]),
                               ("apertus", ["model.layers.0.attention_layernorm.weight",
                                            "model.layers.1.mlp.act_fn.alpha_p", "model.layers.0.self_attn.k_norm.weight"])):
         _tiny(model_type).save_pretrained(src / model_type)

