@@ -14,6 +14,8 @@ last two are buffers, assumed saved), Nemotron's LayerNorm1p biases. Shard count
 
 from __future__ import annotations
 
+from tests.real_models import _linear
+
 GEMMA2_27B = {
     "architectures": ["Gemma2ForCausalLM"], "attn_logit_softcapping": 50.0, "bos_token_id": 2,
     "cache_implementation": "hybrid", "eos_token_id": [1, 107], "final_logit_softcapping": 30.0, "head_dim": 128,
@@ -61,10 +63,6 @@ GLM4_32B = {
 }
 
 Tensors = list[tuple[str, str, tuple[int, ...]]]
-
-
-def _linear(name: str, out_f: int, in_f: int, bias: bool = False) -> Tensors:
-    return [(f"{name}.weight", "BF16", (out_f, in_f))] + ([(f"{name}.bias", "BF16", (out_f,))] if bias else [])
 
 
 def _vectors(prefix: str, names: tuple[str, ...], size: int, bias: bool = False) -> Tensors:
