@@ -36,5 +36,7 @@ REGISTRY_REFUSALS: dict[str, str] = {
         "states that width as an integer multiple of hidden_size, so no padded width can be written; it serves as "
         "it is at TP 2, 4 and 8"),
 }
-# Falcon's older configs name the same model RefinedWeb / RefinedWebModel (vLLM's RWConfig)
+# Falcon's older configs name the same model RefinedWeb / RefinedWebModel (vLLM's RWConfig); TeleChat2's repos say
+# telechat (their remote code), transformers' own class telechat2
 REGISTRY_REFUSALS.update({alias: REGISTRY_REFUSALS["falcon"] for alias in ("RefinedWeb", "RefinedWebModel")})
+REGISTRY_REFUSALS["telechat2"] = REGISTRY_REFUSALS["telechat"]
