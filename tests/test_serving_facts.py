@@ -169,3 +169,30 @@ def test_an_unread_feature_states_no_minimum(monkeypatch):
     unread = {"version": None, "because": [], "unread": ["NewForCausalLM"]}
     assert min_vllm(["arch:NewForCausalLM", "tool:hermes"]) == unread
     assert min_vllm(["tool:hermes"])["version"] == "0.6.0"
+
+
+def test_nemotron_h_flags_and_minimum_vllm():
+    """Nemotron 3 Super: qwen3_coder tool calls and nemotron_v3 reasoning (0.17.1), its latent MoE (0.13.0), MTP
+    through NemotronHMTPModel (0.17.0); a dense Nemotron-H base model has no parsers (0.9.1)."""
+    from tests.nemotron_h_real import SUPER
+
+    s = adapter_for(SUPER).serving(SUPER)
+    assert (s["tool_call_parser"], s["reasoning_parser"]) == ("qwen3_coder", "nemotron_v3")
+    assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
+    assert min_vllm(s["vllm_features"]) == {"version": "0.17.1", "because": ["reasoning parser nemotron_v3"]}
+    dense = dict(SUPER, hybrid_override_pattern="M*-M", moe_latent_size=None, num_nextn_predict_layers=0)
+    s = adapter_for(dense).serving(dense)
+    assert (s["tool_call_parser"], s["reasoning_parser"], s["speculative_config"]) == (None, None, None)
+    assert min_vllm(s["vllm_features"])["version"] == "0.9.1"
+
+
+def test_inkling_flags_and_minimum_vllm():
+    """Inkling: the inkling tool-call and reasoning parsers, MTP through InklingMTPModel (one draft token per MTP depth,
+    8 in the published mtp_config), all first in 0.26.0."""
+    from tests.inkling_real import INKLING
+
+    s = adapter_for(INKLING).serving(INKLING)
+    assert (s["tool_call_parser"], s["reasoning_parser"]) == ("inkling", "inkling")
+    assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 8}
+    assert min_vllm(s["vllm_features"])["version"] == "0.26.0"
+    assert all(f in FIRST_RELEASE for f in s["vllm_features"])

@@ -24,6 +24,24 @@ def randomize(model) -> None:
                 gate.e_score_correction_bias.normal_(0.0, 0.1)
 
 
+def randomize_seeded(model, seed: int, leaves: dict | None = None) -> None:
+    """randomize()'s kind of values from a seeded generator: O(0.3) weights, norms and scales (`*global_scale`) around
+    1, router correction biases O(0.1); `leaves` (a parameter's last name -> fn(shape, generator)) sets others."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            if leaves and leaf in leaves:
+                p.copy_(leaves[leaf](p.shape, g))
+            elif "norm" in name or leaf.endswith("global_scale"):
+                p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.3 * torch.randn(p.shape, generator=g))
+        for m in model.modules():
+            bias = getattr(m, "e_score_correction_bias", None)
+            if bias is not None:
+                bias.copy_(0.1 * torch.randn(bias.shape, generator=g))
+
 # The MTP block's own modules besides its decoder layer: DeepSeek-V3 and GLM-4.x ship these; Hy3 has no embedding or
 # shared head of its own (it uses the main model's) and a final_layernorm instead.
 MTP_EXTRAS = ("enorm", "hnorm", "eh_proj", "embed_tokens", "shared_head.norm", "shared_head.head")

@@ -60,6 +60,7 @@ def head_problems(h: int, kv: int, hs: HeadShape | int, tp: int, a: Aligns, hidd
             why.append(f"{h} x {num} / {den} attention heads ({hs.labels[key]}) are not whole")
         elif h * num // den % tp:
             why.append(f"{h * num // den} attention heads ({hs.labels[key]}) % tp {tp} != 0")
+    why += adapter.head_rules(h, kv, hs, tp, hidden)
     if why:
         return why
     for key, width in hs.widths.items():

