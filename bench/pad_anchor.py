@@ -10,14 +10,20 @@ Rounds are interleaved and the best of each command is kept (the machine is shar
   on this machine and is not an anchor;
 - `hubpad mirror SRC --tp 3 --to DST`: reads and hashes every input byte, pads, writes, hashes every output byte.
 
-Bar: hubpad <= 1.0 x (cp + sync + openssl). Also reported: hubpad / (cp + sync).
+Bar: hubpad <= 1.0 x (cp + sync + openssl). Also reported: hubpad / (cp + sync), and hubpad / max(cp + sync,
+openssl): a copy and one hash pass overlapped on two cores (issue 32's bar, 1.1 x, with `--bf16`).
+
+`--bf16`: a ~1.1 GB BF16 Llama-shaped checkpoint instead (16 heads / 8 kv heads / 5632-wide MLP, padded to 18 / 9 /
+5760 at TP 3: row- and column-padded tensors, most bytes copied), the case issue 32 measured.
 
     python bench/pad_anchor.py [--dir DIR] [--layers 4 --experts 32] [--rounds 3] [--keep]
+    python bench/pad_anchor.py --bf16 [--gb 1.1] [--rounds 5]      # bar: hubpad <= 1.1 x max(cp + sync, openssl)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -37,6 +43,41 @@ from _common import (
 )
 
 
+def bf16_checkpoint(path, gb: float):
+    """A BF16 Llama-shaped checkpoint of about `gb` GB (layers added until it is), written once and reused."""
+    import json
+
+    from _common import write_checkpoint
+
+    h, heads, kv, hd, inter, vocab = 2048, 16, 8, 128, 5632, 32000
+    per_layer = 2 * (2 * h * heads * hd + 2 * h * kv * hd + 3 * h * inter + 2 * h)
+    layers = max(1, round((gb * 1e9 - 2 * 2 * vocab * h) / per_layer))
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": h, "num_attention_heads": heads,
+           "num_key_value_heads": kv, "head_dim": hd, "intermediate_size": inter, "num_hidden_layers": layers,
+           "vocab_size": vocab, "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    tensors = [("model.embed_tokens.weight", "BF16", (vocab, h))]
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        tensors += [(f"{p}.input_layernorm.weight", "BF16", (h,)),
+                    (f"{p}.self_attn.q_proj.weight", "BF16", (heads * hd, h)),
+                    (f"{p}.self_attn.k_proj.weight", "BF16", (kv * hd, h)),
+                    (f"{p}.self_attn.v_proj.weight", "BF16", (kv * hd, h)),
+                    (f"{p}.self_attn.o_proj.weight", "BF16", (h, heads * hd)),
+                    (f"{p}.post_attention_layernorm.weight", "BF16", (h,)),
+                    (f"{p}.mlp.gate_proj.weight", "BF16", (inter, h)), (f"{p}.mlp.up_proj.weight", "BF16", (inter, h)),
+                    (f"{p}.mlp.down_proj.weight", "BF16", (h, inter))]
+    tensors += [("model.norm.weight", "BF16", (h,)), ("lm_head.weight", "BF16", (vocab, h))]
+    stamp = json.dumps({"bf16": cfg, "v": 1}, sort_keys=True)
+    marker = path.parent / f".{path.name}.stamp"
+    if path.is_dir() and marker.is_file() and marker.read_text() == stamp:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    write_checkpoint(path, cfg, tensors, 2, extra_files={"README.md": "---\nlicense: apache-2.0\n---\n"})
+    os.sync()
+    marker.write_text(stamp)
+    return path
+
+
 def timed_shell(script: str) -> Run:
     return Run(["bash", "-c", script]).check(script)
 
@@ -54,16 +95,23 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--bar", type=float, default=1.0)
+    ap.add_argument("--bf16", action="store_true", help="a BF16 Llama-shaped checkpoint of --gb GB (issue 32)")
+    ap.add_argument("--gb", type=float, default=1.1)
+    ap.add_argument("--bar-max", type=float, default=None,
+                    help="also require hubpad <= this x max(cp + sync, openssl) (default with --bf16: 1.1)")
     args = ap.parse_args()
+    bar_max = args.bar_max if args.bar_max is not None else (1.1 if args.bf16 else None)
     work, temp = bench_dir(args.dir, "pad-anchor")
-    cp_dst, out = work / "cp-copy", work / "Hy3-synthetic-TP3"
+    name = "Llama-bf16-synthetic" if args.bf16 else "Hy3-synthetic"
+    cp_dst, out = work / "cp-copy", work / f"{name}-TP3"
     try:
         t0 = time.perf_counter()
-        src = cached_checkpoint(work / "Hy3-synthetic", hy3_config(args.layers, args.experts), args.shards)
+        src = bf16_checkpoint(work / name, args.gb) if args.bf16 else \
+            cached_checkpoint(work / name, hy3_config(args.layers, args.experts), args.shards)
         files = shard_files(src)
         total = sum(f.stat().st_size for f in files)
         print(f"checkpoint: {len(files)} shards, {gb(total)}, ready in {time.perf_counter() - t0:.1f}s", flush=True)
-        if total < 2e9:
+        if total < 2e9 and not args.bf16:
             print("warning: the checkpoint is under 2 GB; raise --layers/--experts", file=sys.stderr)
         names = " ".join(f"'{f}'" for f in files)
         t: dict[str, list[Run]] = {k: [] for k in ("cp+sync", "openssl", "hubpad")}
@@ -95,9 +143,16 @@ def main() -> None:
         print(table(["command", "seconds", "CPU s", "MB/s (input)", "hubpad / this"], rows))
         print()
         ratio = best["hubpad"] / anchor
-        print(f"hubpad / (cp + sync) = {best['hubpad'] / best['cp+sync']:.2f}; "
-              f"CPU: hubpad / (cp + sync + openssl) = {best_cpu['hubpad'] / anchor_cpu:.2f}")
-        finish([(f"hubpad <= {args.bar} x (cp + sync + openssl): {ratio:.2f}", ratio <= args.bar)])
+        overlap = best["hubpad"] / max(best["cp+sync"], best["openssl"])
+        print(f"hubpad / (cp + sync) = {best['hubpad'] / best['cp+sync']:.2f}; hubpad / max(cp + sync, openssl) = "
+              f"{overlap:.2f}; CPU: hubpad / (cp + sync + openssl) = {best_cpu['hubpad'] / anchor_cpu:.2f}")
+        spread = {k: max(r.seconds for r in v) / min(r.seconds for r in v) for k, v in t.items()}
+        print("noise (slowest / fastest round): " + ", ".join(f"{k} {v:.2f}" for k, v in spread.items())
+              + f"; load average {os.getloadavg()[0]:.1f}")
+        checks = [(f"hubpad <= {args.bar} x (cp + sync + openssl): {ratio:.2f}", ratio <= args.bar)]
+        if bar_max is not None:
+            checks.append((f"hubpad <= {bar_max} x max(cp + sync, openssl): {overlap:.2f}", overlap <= bar_max))
+        finish(checks)
     finally:
         clean_up(work, temp, args.keep, cp_dst, out)
 

@@ -26,6 +26,15 @@ def folder_tensors(path: Path) -> dict:
     return {k: v for f in sorted(Path(path).glob("*.safetensors")) for k, v in load_file(f).items()}
 
 
+def assert_same_logits(before, after, label: str, rel: float = 1e-12) -> float:
+    """float64 logits of an original and its derivative equal to `rel` of the largest logit; prints and returns the
+    max |Δ| (0.0, or the last bit of a float64 product whose width padding changed)."""
+    delta = (before - after).abs().max().item()
+    print(f"{label}: max |Δ| = {delta}")
+    assert delta <= rel * before.abs().max().item(), f"{label}: max |Δ| = {delta}"
+    return delta
+
+
 def mirror_and_verify(src, dst, tp, *extra: str):
     """`hubpad mirror SRC --tp N --to DST` then `hubpad verify SRC DST`, each required to pass; the verify result."""
     result = cli("mirror", src, "--tp", tp, "--to", dst, *extra)

@@ -14,6 +14,7 @@ sliding; a dense first layer (96 wide) then MoE (4 experts of 384 and one shared
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import torch
 import transformers
@@ -49,6 +50,42 @@ def build_inkling(path, seed: int = 0, dtype=torch.float64, mtp: bool = True, **
         config["mtp_config"] = dict(MTP)
     (path / "config.json").write_text(json.dumps(config, indent=2))
     return config
+
+
+def text_only(mm: Path, path: Path) -> dict:
+    """The text-only checkpoint vLLM serves as InklingForCausalLM (model_type inkling_model) cut from a tiny Inkling in
+    the published layout: its text_config at the top of config.json (with the mtp_config), the language model and MTP
+    depths under the same names, no towers. Returns its config.json."""
+    cfg = json.loads((mm / "config.json").read_text())
+    flat = {**cfg["text_config"], "architectures": ["InklingForCausalLM"], "model_type": "inkling_model"}
+    flat.update({"mtp_config": cfg["mtp_config"]} if "mtp_config" in cfg else {})
+    path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v for k, v in load_file(mm / "model.safetensors").items() if k.startswith(("model.llm.", "model.mtp."))},
+              path / "model.safetensors", metadata={"format": "pt"})
+    (path / "config.json").write_text(json.dumps(flat, indent=2))
+    return flat
+
+
+def load_text(path: Path, dtype=torch.float64):
+    """transformers' text class (InklingForCausalLM) on a text-only checkpoint in the published names. transformers has
+    no conversion for its inkling_text model type, so the class gets inkling_mm_model's, with the language model at
+    `model.` instead of `model.language_model.` and without the towers' renames."""
+    from transformers.conversion_mapping import get_checkpoint_conversion_mapping, register_checkpoint_conversion_mapping
+    from transformers.core_model_loading import WeightRenaming
+
+    mapping = []
+    for rule in get_checkpoint_conversion_mapping("inkling_mm_model"):
+        if isinstance(rule, WeightRenaming):
+            if any(t in p for p in rule.source_patterns for t in ("audio", "visual", "vision_tower")):
+                continue
+            rule = WeightRenaming(list(rule.source_patterns),
+                                  [p.replace("model.language_model.", "model.") for p in rule.target_patterns])
+        mapping.append(rule)
+    register_checkpoint_conversion_mapping("InklingForCausalLM", mapping, overwrite=True)
+    flat = json.loads((path / "config.json").read_text())
+    config = transformers.InklingTextConfig(**{k: v for k, v in flat.items()
+                                               if k not in ("architectures", "model_type", "mtp_config")})
+    return transformers.InklingForCausalLM.from_pretrained(path, config=config, dtype=dtype).eval()
 
 
 def _mtp_depths(tensors: dict, text: dict, dtype) -> dict:

@@ -16,6 +16,8 @@ Where the facts come from (stored public copies only; the Hub files could not be
   [E, 2I, H], the router's weight over routed + shared experts), and vLLM's InklingMTP loader for `model.mtp.*`. The
   towers' tensors were not confirmed: two stand-ins (`model.visual.layers.linear_0.weight`,
   `model.audio.encoder.weight`) are planned as copied, as every tower tensor is. BF16 throughout.
+- The text-only format vLLM serves as InklingForCausalLM (`inkling_model`): no release ships it (text-only configs
+  appear in loaders' tests and fixtures, with the `model.llm.*` names); `text_only` derives it from a release.
 """
 
 from __future__ import annotations
@@ -43,9 +45,16 @@ INKLING_SMALL = {"architectures": ["InklingForConditionalGeneration"], "model_ty
                  "text_config": _text(4096, 42, 32, 8, 8, 16384, 2048), "mtp_config": dict(_MTP)}
 
 
+def text_only(cfg: dict) -> dict:
+    """The text-only format of a release as vLLM serves it (InklingForCausalLM, model_type inkling_model): its
+    text_config at the top of config.json with the mtp_config; tensors() then leaves the towers out."""
+    return {**cfg["text_config"], "architectures": ["InklingForCausalLM"], "model_type": "inkling_model",
+            "mtp_config": dict(cfg["mtp_config"])}
+
+
 def tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
-    """(name, dtype, shape) of the language model, the MTP depths and two tower stand-ins, BF16."""
-    t, bf = cfg["text_config"], "BF16"
+    """(name, dtype, shape) of the language model, the MTP depths and (a multimodal config) two tower stand-ins, BF16."""
+    t, bf = cfg.get("text_config") or cfg, "BF16"
     h, k, hd, d_rel = t["hidden_size"], t["sconv_kernel_size"], t["head_dim"], t["d_rel"]
     heads, local = t["num_attention_heads"], set(t["local_layer_ids"])
     ne, ns, inter = t["n_routed_experts"], t["n_shared_experts"], t["intermediate_size"]
@@ -72,8 +81,9 @@ def tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
 
     out = [("model.llm.embed.weight", bf, (t["vocab_size"], h)), ("model.llm.embed_norm.weight", bf, (h,)),
            ("model.llm.norm.weight", bf, (h,)),
-           ("model.llm.unembed.weight", bf, (t.get("unpadded_vocab_size") or t["vocab_size"], h)),
-           ("model.visual.layers.linear_0.weight", bf, (1024, 192)), ("model.audio.encoder.weight", bf, (20480, h))]
+           ("model.llm.unembed.weight", bf, (t.get("unpadded_vocab_size") or t["vocab_size"], h))]
+    if "text_config" in cfg:
+        out += [("model.visual.layers.linear_0.weight", bf, (1024, 192)), ("model.audio.encoder.weight", bf, (20480, h))]
     for layer in range(t["num_hidden_layers"]):
         out += block(f"model.llm.layers.{layer}.", layer in local, layer < t["dense_mlp_idx"])
     mtp = cfg.get("mtp_config") or {}

@@ -1,5 +1,6 @@
-"""Nemotron 3 Super as published (nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 and -NVFP4): config.json values and
-the tensor list, for header-only plans of the real layout at TP 3 and 6.
+"""Nemotron 3 Super as published (nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 and -NVFP4), Nemotron 3 Ultra and the
+dense Nemotron-H 47B / 56B: config.json values and the tensor list, for header-only plans of the real layouts at TP 3
+and 6.
 
 Where the facts come from (stored public copies only; the Hub files could not be read offline):
 - config.json: a public C++ test transcribes the -NVFP4 release's config.json (commit 4f0cf9da) key by key; a Python
@@ -66,6 +67,67 @@ ULTRA = {**{k: v for k, v in SUPER.items() if k != "hybrid_override_pattern" and
          "mtp_layers_block_type": ["attention", "moe"], "num_attention_heads": 64, "mamba_num_heads": 256,
          "intermediate_size": 5120, "moe_intermediate_size": 5120, "moe_shared_expert_intermediate_size": 10240,
          "moe_latent_size": 2048}
+# The dense Nemotron-H base models (nvidia/Nemotron-H-47B-Base-8K, its -Reasoning-128K, nvidia/Nemotron-H-56B-Base-8K):
+# Mamba2, attention and relu2 MLP blocks, no MoE, no MTP. From public copies: Megatron-Bridge's NemotronHModelProvider47B
+# / 56B (its functional test maps each HF repo to that provider and compares the configs), Megatron-LM's 47B-Reasoning
+# conversion script (--kv-channels 128 --num-query-groups 8 --mamba-head-dim 64 --mamba-num-heads 256
+# --mamba-num-groups 8 --mamba-state-dim 256) and a config parser's test quoting the 56B config.json keys
+# (attention_head_dim 128, not head_dim; num_key_value_heads 8; intermediate_size 32768; ssm_state_size 256;
+# chunk_size 128). hidden 8192, 64 heads / 8 kv of 128, Mamba2 256 heads of 64 in 8 groups, conv 4; MLP 30720 (47B)
+# and 32768 (56B); vocab 131072. The two patterns: NeMo's configs and the providers (a public test checks the 56B
+# string's length against num_hidden_layers: 98 and 118 layers).
+_DENSE = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "attention_bias": False,
+          "attention_head_dim": 128, "chunk_size": 128, "conv_kernel": 4, "expand": 2, "hidden_size": 8192,
+          "layer_norm_epsilon": 1e-05, "mamba_head_dim": 64, "mamba_hidden_act": "silu", "mamba_num_heads": 256,
+          "mamba_proj_bias": False, "max_position_embeddings": 8192, "mlp_bias": False, "mlp_hidden_act": "relu2",
+          "n_groups": 8, "num_attention_heads": 64, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+          "ssm_state_size": 256, "tie_word_embeddings": False, "use_bias": False, "use_conv_bias": True,
+          "vocab_size": 131072}
+DENSE_47B = {**_DENSE, "num_hidden_layers": 98, "intermediate_size": 30720, "hybrid_override_pattern":
+             "M-M-M-M-M-M-M-M-M*-M-M-M-M-M-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-M-M---MM---M-M*-M-M-M-M-M-"}
+DENSE_56B = {**_DENSE, "num_hidden_layers": 118, "intermediate_size": 32768, "hybrid_override_pattern":
+             "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
+             "M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"}
+# Nemotron-Labs-3-Puzzle-75B-A9B (nvidia/NVIDIA-Nemotron-Labs-3-Puzzle-75B-A9B-BF16, also -FP8 and -NVFP4:
+# NemotronHPuzzleForCausalLM, `nemotron_h_puzzle`): Nemotron 3 Super compressed by Iterative Puzzle, 75.3B / 9.3B
+# active. Its layer list as Megatron-LM's example transcribes the BF16 config.json (commit 7cd7fa01, "no Hugging Face
+# download or remote code is needed"): Super's 88-layer pattern, every MoE layer with a width and top-k of its own
+# (25 x 1280, 4 x 1536, 3 x 1792, 1 x 2048, 7 x 2688, and the MTP's attention + MoE of 2688 / 22); Mamba2 128 heads of
+# 64 in 8 groups with state 96 (Super: 128); 512 experts over a 1024 latent, one shared expert of 5376; attention
+# 32 / 2 of 128; vocab 131072. Names under `model.` (Megatron-Bridge's Puzzle bridge: HF_PREFIX "model"; a llama.cpp
+# and an MLX conversion read `model.embeddings`, `model.layers.N.mixer.experts.E.up_proj`), the MTP's `mtp.layers.N`
+# as vLLM's NemotronHMTP loads them. The config keys are Megatron-Bridge's export (block_configs and
+# mtp_block_configs with moe_intermediate_size and num_experts_per_tok per MoE block, those two left out at the top,
+# layers_block_type). The card's 75.3B total is what this list holds (75.35B; tests/test_nemotron_h.py). The published config.json
+# itself and the -FP8 / -NVFP4 layouts were not read offline.
+_PUZZLE_MOE = [(1280, 4), (1280, 8), (1280, 10), (1280, 8), (1280, 8), (1280, 8), (1280, 12), (1280, 8), (1280, 10),
+               (1280, 8), (2688, 12), (1536, 14), (2688, 12), (1536, 12), (1536, 12), (2688, 12), (2688, 12),
+               (2688, 12), (1536, 10), (2688, 12), (2688, 12), (1792, 12), (1792, 14), (1280, 10), (1280, 10),
+               (1280, 12), (1280, 8), (1280, 12), (1280, 10), (1280, 8), (1280, 8), (1280, 10), (1280, 10), (1280, 10),
+               (1280, 12), (1280, 12), (1280, 14), (1280, 16), (1792, 18), (2048, 18)]
+
+
+def _puzzle_blocks() -> list[dict]:
+    moe, out = iter(_PUZZLE_MOE), []
+    for letter in PATTERN:
+        if letter == "E":
+            width, top_k = next(moe)
+            out.append({"block_type": "moe", "moe_intermediate_size": width, "num_experts_per_tok": top_k})
+        else:
+            out.append({"block_type": {"M": "mamba", "*": "attention"}[letter]})
+    return out
+
+
+PUZZLE = {**{k: v for k, v in SUPER.items() if k not in ("hybrid_override_pattern", "mtp_hybrid_override_pattern",
+                                                        "moe_intermediate_size", "num_experts_per_tok")},
+          "architectures": ["NemotronHPuzzleForCausalLM"], "model_type": "nemotron_h_puzzle", "ssm_state_size": 96,
+          "auto_map": {"AutoConfig": "configuration_nemotron_h_puzzle.NemotronHPuzzleConfig",
+                       "AutoModelForCausalLM": "modeling_nemotron_h_puzzle.NemotronHPuzzleForCausalLM"},
+          "block_configs": _puzzle_blocks(), "layers_block_type": [b["block_type"] for b in _puzzle_blocks()],
+          "mtp_block_configs": [{"block_type": "attention"},
+                                {"block_type": "moe", "moe_intermediate_size": 2688, "num_experts_per_tok": 22}],
+          "mtp_layers_block_type": ["attention", "moe"]}
+PUZZLE_BILLIONS = 75.3  # "75.3B total" (the model card; the MTP block not counted): this list holds 75.35B
 BF16_PARAMETERS = 123_611_012_096  # the -BF16 release's BF16 headers, MTP included
 MTP_PARAMETERS = 2_942_324_736
 
@@ -85,13 +147,14 @@ NVFP4_SHARED_DOWN = 1  # the one NVFP4 matrix outside the routed experts
 
 
 def tensors(cfg: dict, nvfp4: bool = False) -> list[tuple[str, str, tuple[int, ...]]]:
-    """(name, dtype, shape) of every tensor of the -BF16 release, or of the -NVFP4 one."""
+    """(name, dtype, shape) of every tensor of a BF16 release (Mamba2 "M", attention "*", MLP "-", latent MoE "E"
+    blocks), or of Super's -NVFP4 one."""
     h, bf = cfg["hidden_size"], "BF16"
     heads, p, groups, n, k = (cfg["mamba_num_heads"], cfg["mamba_head_dim"], cfg["n_groups"], cfg["ssm_state_size"],
                               cfg["conv_kernel"])
     width, bc = heads * p, groups * n
-    nh, kv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
-    latent, experts = cfg["moe_latent_size"], cfg["n_routed_experts"]
+    nh, kv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg.get("head_dim") or cfg["attention_head_dim"]
+    latent, experts = cfg.get("moe_latent_size"), cfg.get("n_routed_experts")
 
     def linear(name: str, rows: int, cols: int, layer: int | None = None, leaf: str = "", fp4: bool = False) -> list:
         if nvfp4 and fp4:
@@ -102,8 +165,8 @@ def tensors(cfg: dict, nvfp4: bool = False) -> list[tuple[str, str, tuple[int, .
                     (name + ".input_scale", "F32", ())]
         return [(name + ".weight", bf, (rows, cols))]
 
-    def mixer(prefix: str, kind: str, layer: int | None) -> list:
-        m = prefix + "mixer."
+    def mixer(prefix: str, kind: str, layer: int | None, block: dict | None = None) -> list:
+        m, width_of = prefix + "mixer.", (lambda key: (block or {}).get(key, cfg.get(key)))
         if kind == "M":
             return (linear(m + "in_proj", 2 * width + 2 * bc + heads, h, layer, "in_proj")
                     + [(m + "conv1d.weight", bf, (width + 2 * bc, 1, k)), (m + "conv1d.bias", bf, (width + 2 * bc,)),
@@ -112,28 +175,35 @@ def tensors(cfg: dict, nvfp4: bool = False) -> list[tuple[str, str, tuple[int, .
         if kind == "*":
             return (linear(m + "q_proj", nh * hd, h) + linear(m + "k_proj", kv * hd, h) + linear(m + "v_proj", kv * hd, h)
                     + linear(m + "o_proj", h, nh * hd, layer, "o_proj"))
+        if kind == "-":
+            return [(m + "up_proj.weight", bf, (width_of("intermediate_size"), h)),
+                    (m + "down_proj.weight", bf, (h, width_of("intermediate_size")))]
         out = [(m + "gate.weight", bf, (experts, h)), (m + "gate.e_score_correction_bias", "F32", (experts,))]
         out += linear(m + "fc1_latent_proj", latent, h, layer, "fc1_latent_proj")
         out += linear(m + "fc2_latent_proj", h, latent, layer, "fc2_latent_proj")
-        s = cfg["moe_shared_expert_intermediate_size"]
+        s = width_of("moe_shared_expert_intermediate_size")
         out += linear(m + "shared_experts.up_proj", s, h, layer, "shared_experts.up_proj")
         out += linear(m + "shared_experts.down_proj", h, s, layer, "shared_experts.down_proj",
                       fp4=layer == NVFP4_SHARED_DOWN)
-        i = cfg["moe_intermediate_size"]
+        i = width_of("moe_intermediate_size")
         for e in range(experts):
             out += linear(f"{m}experts.{e}.up_proj", i, latent, fp4=layer is not None)
             out += linear(f"{m}experts.{e}.down_proj", latent, i, fp4=layer is not None)
         return out
 
-    out = [("backbone.embeddings.weight", bf, (cfg["vocab_size"], h)), ("backbone.norm_f.weight", bf, (h,)),
+    top = "model" if "block_configs" in cfg else "backbone"  # a Puzzle's decoder is published under `model.`
+    out = [(f"{top}.embeddings.weight", bf, (cfg["vocab_size"], h)), (f"{top}.norm_f.weight", bf, (h,)),
            ("lm_head.weight", bf, (cfg["vocab_size"], h))]
     letters = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "moe": "E", "mlp": "-"}
-    pattern = cfg.get("hybrid_override_pattern") or "".join(letters[t] for t in cfg["layers_block_type"])
+    blocks = cfg.get("block_configs") or [{"block_type": t} for t in cfg.get("layers_block_type") or []]
+    pattern = cfg.get("hybrid_override_pattern") or "".join(letters[b["block_type"]] for b in blocks)
     for layer, kind in enumerate(pattern):
-        out += [(f"backbone.layers.{layer}.norm.weight", bf, (h,))] + mixer(f"backbone.layers.{layer}.", kind, layer)
+        out += [(f"{top}.layers.{layer}.norm.weight", bf, (h,))]
+        out += mixer(f"{top}.layers.{layer}.", kind, layer, blocks[layer] if blocks else None)
     if cfg.get("num_nextn_predict_layers"):
+        mtp = cfg.get("mtp_block_configs") or [None, None]
         out += [(f"mtp.layers.0.{name}.weight", bf, (h,)) for name in ("enorm", "hnorm", "norm")]
-        out += [("mtp.layers.0.eh_proj.weight", bf, (h, 2 * h))] + mixer("mtp.layers.0.", "*", None)
+        out += [("mtp.layers.0.eh_proj.weight", bf, (h, 2 * h))] + mixer("mtp.layers.0.", "*", None, mtp[0])
         out += [("mtp.layers.1.norm.weight", bf, (h,)), ("mtp.layers.1.final_layernorm.weight", bf, (h,))]
-        out += mixer("mtp.layers.1.", "E", None)
+        out += mixer("mtp.layers.1.", "E", None, mtp[1])
     return out

@@ -318,7 +318,8 @@ def test_without_max_disk_too_little_free_disk_fails_before_any_shard(hub, upstr
     _report_free_disk(monkeypatch, 1_000_000)
     r = _mirror("--workdir", tmp_path / "work", check=False)
     assert r.exit_code == 1 and "Traceback" not in r.output
-    assert "free, and the largest output shard needs" in r.output and "--shard-size" in r.output
+    assert "not enough disk for scratch shards: needs" in r.output and "1.0 MB free on " in r.output
+    assert "the largest output shard is" in r.output and "--shard-size" in r.output
     assert r.output.count("error:") == 1 and hub.token not in r.output
     assert not hub.repo_exists(TARGET)  # refused before the target was even created
 

@@ -25,26 +25,37 @@ from hubpad.run.mirror import run_mirror  # noqa: E402
 from hubpad.run.verify import verify_derivative  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests.helpers import folder_tensors  # noqa: E402
-from tests.inkling_models import build_inkling  # noqa: E402
+from tests.inkling_models import build_inkling, load_text, text_only  # noqa: E402
 
 REL_TOL = 1e-12
 
 
-def _logits(path):
-    model = transformers.InklingForConditionalGeneration.from_pretrained(path, dtype=torch.float64).eval()
+def _logits(path, text: bool = False):
+    """Float64 logits from transformers' class for the format: InklingForConditionalGeneration, or the text class
+    InklingForCausalLM on the text-only format."""
+    model = (load_text(path) if text else
+             transformers.InklingForConditionalGeneration.from_pretrained(path, dtype=torch.float64).eval())
     model.set_experts_implementation("eager")  # torch's grouped_mm takes no float64
     ids = torch.randint(0, 256, (2, 19), generator=torch.Generator().manual_seed(1))  # > the sliding window (6)
     with torch.no_grad():
         return model(input_ids=ids).logits
 
 
+@pytest.mark.parametrize("flat", [False, True], ids=["inkling_mm_model", "inkling_model"])
 @pytest.mark.parametrize("tp,heads,kv,swa_kv", [(3, 12, 3, 6), (6, 24, 6, 12)])
-def test_inkling_padded_model_gives_identical_logits(tmp_path, tp, heads, kv, swa_kv):
+def test_inkling_padded_model_gives_identical_logits(tmp_path, tp, heads, kv, swa_kv, flat):
+    """Both formats: the multimodal release, and the text-only one (InklingForCausalLM, `inkling_model`: the dims at the
+    top of config.json, the same `model.llm.*` / `model.mtp.*` names, no towers) through transformers' text class."""
     src, dst = tmp_path / "upstream", tmp_path / "padded"
-    build_inkling(src)
+    if flat:
+        build_inkling(tmp_path / "multimodal")
+        text_only(tmp_path / "multimodal", src)
+    else:
+        build_inkling(src)
     run_mirror(make_plan(LocalSource(src), tp, shard_size=400_000), LocalPublisher(dst))
     assert verify_derivative(LocalSource(src), LocalSource(dst))["padded"] > 0
-    text = json.loads((dst / "config.json").read_text())["text_config"]
+    config = json.loads((dst / "config.json").read_text())
+    text = config if flat else config["text_config"]
     assert (text["num_attention_heads"], text["swa_num_attention_heads"], text["num_key_value_heads"],
             text["swa_num_key_value_heads"]) == (heads, heads, kv, swa_kv)
     shapes = {n: list(t.shape) for n, t in folder_tensors(dst).items()}
@@ -56,9 +67,9 @@ def test_inkling_padded_model_gives_identical_logits(tmp_path, tp, heads, kv, sw
         assert shapes[p + "attn.k_sconv.weight"] == shapes[p + "attn.v_sconv.weight"] == [n * 8, 1, 4]
         assert shapes[p + "attn.wo_ud.weight"] == [48, heads * 8]
     assert shapes["model.llm.layers.1.mlp.experts.w13_weight"] == [4, 768, 48]  # copied
-    a, b = _logits(src), _logits(dst)
+    a, b = _logits(src, flat), _logits(dst, flat)
     delta = (a - b).abs().max().item()
-    print(f"tp {tp}: max |Δ| = {delta}")
+    print(f"{'inkling_model' if flat else 'inkling_mm_model'} tp {tp}: max |Δ| = {delta}")
     assert delta <= REL_TOL * a.abs().max().item()
 
 
@@ -98,35 +109,46 @@ def test_inkling_layer_types_the_engines_read_differently_are_refused(tmp_path):
         make_plan(LocalSource(src), 3)
 
 
+def _release(name: str, flat: bool) -> dict:
+    """A published release's config.json (tests/inkling_real.py), or its text-only format (`inkling_model`)."""
+    from tests import inkling_real
+
+    cfg = getattr(inkling_real, name)
+    return inkling_real.text_only(cfg) if flat else cfg
+
+
+@pytest.mark.parametrize("flat", [False, True], ids=["inkling_mm_model", "inkling_model"])
 @pytest.mark.parametrize("tp", [3, 6])
-def test_inkling_published_layout_plans(tmp_path, tp):
-    """Inkling (tests/inkling_real.py): 64 heads / 8 global / 16 sliding kv -> 96 / 12 / 24 at TP 3 and 6 (6144 % 9 !=
-    0 rules out 72 / 9 / 18 at TP 3); MLP widths, towers and the MoE copied."""
+def test_inkling_published_layout_plans(tmp_path, tp, flat):
+    """Inkling (tests/inkling_real.py), and its text-only format: 64 heads / 8 global / 16 sliding kv -> 96 / 12 / 24
+    at TP 3 and 6 (6144 % 9 != 0 rules out 72 / 9 / 18 at TP 3); MLP widths, towers and the MoE copied."""
     from hubpad.testing import write_checkpoint
     from tests import inkling_real
     from tests.helpers import cli
 
-    cfg = inkling_real.INKLING
+    cfg = _release("INKLING", flat)
     src = write_checkpoint(tmp_path / "Inkling", cfg, inkling_real.tensors(cfg), n_shards=8, header_only=True)
     result = cli("plan", src, "--tp", str(tp), "--json")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
     dims = {d["name"]: d["after"] for d in plan["dims"]}
     assert (dims["attention heads"], dims["kv heads"], dims["swa kv heads"]) == (96, 12, 24)
-    assert plan["config_changes"]["text_config.swa_num_attention_heads"] == [64, 96]
+    key = "swa_num_attention_heads" if flat else "text_config.swa_num_attention_heads"
+    assert plan["config_changes"][key] == [64, 96]
     assert all(r["ok"] for r in plan["rank_table"] if r["required"])
     padded = {g["pattern"] for g in plan["tensors"]["padded_groups"]}
     assert not any(".mlp." in p or "visual" in p or "audio" in p for p in padded)
     assert "model.mtp.layers.*.transformer_block.attn.k_sconv.weight" in padded
 
 
+@pytest.mark.parametrize("flat", [False, True], ids=["inkling_mm_model", "inkling_model"])
 @pytest.mark.parametrize("tp", [3, 6])
-def test_inkling_small_is_refused_at_tp_3_and_6(tmp_path, tp):
+def test_inkling_small_is_refused_at_tp_3_and_6(tmp_path, tp, flat):
     from hubpad.testing import write_checkpoint
     from tests import inkling_real
     from tests.helpers import cli
 
-    cfg = inkling_real.INKLING_SMALL
+    cfg = _release("INKLING_SMALL", flat)
     src = write_checkpoint(tmp_path / "Inkling-Small", cfg, inkling_real.tensors(cfg), n_shards=4, header_only=True)
     line = (f"error: config.json: hidden_size 4096 % tp {tp} != 0: vLLM's Inkling reduce-scatters the attention and MLP "
             f"outputs over the hidden dimension for their short convolutions (each rank convolves hidden_size // tp "
@@ -135,4 +157,21 @@ def test_inkling_small_is_refused_at_tp_3_and_6(tmp_path, tp):
         result = cli(*command)
         assert result.exit_code == 1
         assert result.output.strip().splitlines()[-1] == line
+    assert not (tmp_path / "out").exists()
+
+
+def test_transformers_text_only_inkling_is_refused(tmp_path):
+    """model_type inkling_text (what transformers' InklingForCausalLM saves, under its own tensor names) is refused in
+    plan and mirror, nothing written: vLLM cannot build it (tests/test_serve_inkling.py expects its message)."""
+    from hubpad.plan.adapters.inkling import INKLING_TEXT_REFUSAL
+    from tests.helpers import cli
+    from tests.inkling_models import TEXT
+
+    src = tmp_path / "upstream"
+    transformers.InklingForCausalLM(transformers.InklingTextConfig(**TEXT)).save_pretrained(src)
+    assert json.loads((src / "config.json").read_text())["model_type"] == "inkling_text"
+    for command in (("plan", src, "--tp", "3"), ("mirror", src, "--tp", "3", "--to", tmp_path / "out")):
+        result = cli(*command)
+        assert result.exit_code == 1
+        assert result.output.strip().splitlines()[-1] == f"error: config.json: {INKLING_TEXT_REFUSAL}"
     assert not (tmp_path / "out").exists()

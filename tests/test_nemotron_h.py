@@ -185,6 +185,19 @@ def test_two_shared_experts_are_refused(tmp_path):
         make_plan(LocalSource(src), 3)
 
 
+def _published_plan(tmp_path, model: str, tp: int) -> tuple[dict, dict]:
+    """`hubpad plan --json` of a published layout (tests/nemotron_h_real.py, header-only): its config and the plan."""
+    from hubpad.testing import write_checkpoint
+    from tests import nemotron_h_real
+    from tests.helpers import cli
+
+    cfg = getattr(nemotron_h_real, model)
+    src = write_checkpoint(tmp_path / model, cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
+    result = cli("plan", src, "--tp", str(tp), "--json")
+    assert result.exit_code == 0, result.output
+    return cfg, json.loads(result.output)
+
+
 # model, tp -> (mamba groups, mamba heads, attention heads, kv heads, expert width, shared expert width) after padding
 PUBLISHED = {("SUPER", 3): (9, 144, 48, 3, 2688, 5376), ("SUPER", 6): (12, 192, 48, 3, 2688, 5376),
              ("ULTRA", 3): (9, 288, 96, 3, 5184, 10368), ("ULTRA", 6): (12, 384, 96, 3, 5376, 10752)}
@@ -196,15 +209,7 @@ def test_nemotron_3_published_layouts_plan(tmp_path, model, tp):
     (of 16 / 32 heads) -> 9 at TP 3, 12 at TP 6; attention 32 / 2 -> 48 / 3 and 64 / 2 -> 96 / 3 at both; Super's
     experts (2688, shared 5376) shard as they are, Ultra's 5120 / 10240 grow to whole per-rank tiles (64 for routed
     experts, 128 for the shared one); MTP padded, and left out of the card (hidden % tp != 0)."""
-    from hubpad.testing import write_checkpoint
-    from tests import nemotron_h_real
-    from tests.helpers import cli
-
-    cfg = getattr(nemotron_h_real, model)
-    src = write_checkpoint(tmp_path / model, cfg, nemotron_h_real.tensors(cfg), n_shards=4, header_only=True)
-    result = cli("plan", src, "--tp", str(tp), "--json")
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    cfg, plan = _published_plan(tmp_path, model, tp)
     dims = {d["name"]: d["after"] for d in plan["dims"]}
     assert (dims["mamba groups"], dims["mamba heads"], dims["attention heads"], dims["kv heads"],
             dims["expert intermediate"], dims["shared intermediate"]) == PUBLISHED[model, tp]
@@ -246,3 +251,117 @@ def test_nemotron_3_super_nvfp4_layout_plans(tmp_path):
     assert padded["backbone.layers.*.mixer.in_proj.weight"] == ([rows, 4096], 40)  # 28 FP8 and 12 BF16
     assert padded["backbone.layers.*.mixer.out_proj.weight"] == ([4096, 144 * 64], 40)
     assert not any("weight_scale" in p or "experts.*" in p for p in padded)  # scales copied; experts shard as is
+
+
+# model, tp -> (attention heads, kv heads, mamba groups, mamba heads, dense intermediate) after padding
+DENSE = {("DENSE_47B", 3): (72, 9, 9, 288, 30720), ("DENSE_47B", 6): (96, 12, 12, 384, 30720),
+         ("DENSE_56B", 3): (72, 9, 9, 288, 33024), ("DENSE_56B", 6): (96, 12, 12, 384, 33024)}
+
+
+@pytest.mark.parametrize("model,tp", sorted(DENSE))
+def test_dense_nemotron_h_published_layouts_plan(tmp_path, model, tp):
+    """Nemotron-H 47B and 56B (tests/nemotron_h_real.py: attention_head_dim, no head_dim): 64 heads / 8 kv -> 72 / 9 at
+    TP 3 and 96 / 12 at TP 6 (9 kv heads do not shard at 6), Mamba2 8 groups of 32 heads -> 9 / 12 groups; the 47B's
+    MLP 30720 shards at 3 and 6 as it is, the 56B's 32768 grows to 33024 (86 x 128 per rank at TP 3, 43 x 128 at 6);
+    head_dim written explicitly (128)."""
+    cfg, plan = _published_plan(tmp_path, model, tp)
+    dims = {d["name"]: d["after"] for d in plan["dims"]}
+    assert (dims["attention heads"], dims["kv heads"], dims["mamba groups"], dims["mamba heads"],
+            dims["dense intermediate"]) == DENSE[model, tp]
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    assert plan["config_changes"]["head_dim"] == [None, 128]
+    padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
+    groups, heads = dims["mamba groups"], dims["mamba heads"]
+    assert padded["backbone.layers.*.mixer.in_proj.weight"] == [2 * heads * 64 + 2 * groups * 256 + heads, 8192]
+    assert padded["backbone.layers.*.mixer.q_proj.weight"] == [dims["attention heads"] * 128, 8192]
+    print(f"{model} TP {tp}: {sum(g['bytes_added'] for g in plan['tensors']['padded_groups']) / 1e9:.1f} GB added")
+
+
+@pytest.mark.parametrize("tp,groups,heads,widths", [(3, 3, 12, (192, 192, 192, 384)), (6, 6, 24, (384, 384, 384, 768))])
+def test_puzzle_padded_model_gives_identical_logits(tmp_path, tp, groups, heads, widths):
+    """Nemotron-H Puzzle (tests/nemotron_h_models.py: MoE layers of 40 and 72 and an MLP layer of 80 each its own, the
+    MTP MoE 56): each width padded as its kind (experts to whole 64-wide tiles per rank, the MLP to 128-wide ones),
+    written back into its block; the Mamba2 and attention layers as Nemotron-H's. Float64 logits of the reference
+    built after vLLM's per-layer configs: max abs diff 0.0."""
+    from tests.nemotron_h_models import build_puzzle, puzzle_logits
+
+    src, dst = tmp_path / "upstream", tmp_path / "padded"
+    build_puzzle(src, mtp=True)
+    run_mirror(make_plan(LocalSource(src), tp, shard_size=400_000), LocalPublisher(dst))
+    assert verify_derivative(LocalSource(src), LocalSource(dst))["padded"] > 0
+    cfg = json.loads((dst / "config.json").read_text())
+    assert (cfg["n_groups"], cfg["mamba_num_heads"], cfg["num_attention_heads"], cfg["num_key_value_heads"]) == (
+        groups, heads, 6, 3)
+    blocks = cfg["block_configs"]
+    assert (blocks[1]["moe_intermediate_size"], blocks[5]["moe_intermediate_size"],
+            cfg["mtp_block_configs"][1]["moe_intermediate_size"], blocks[4]["intermediate_size"]) == widths
+    assert (blocks[1]["num_experts_per_tok"], blocks[5]["num_experts_per_tok"]) == (2, 3)  # routing kept
+    shapes = {n: list(t.shape) for n, t in folder_tensors(dst).items()}
+    assert shapes["model.layers.1.mixer.experts.0.up_proj.weight"] == [widths[0], 32]
+    assert shapes["mtp.layers.1.mixer.experts.7.down_proj.weight"] == [32, widths[2]]
+    assert shapes["model.layers.4.mixer.down_proj.weight"] == [64, widths[3]]
+    ids = torch.randint(0, 256, (2, 21), generator=torch.Generator().manual_seed(1))
+    a, b = puzzle_logits(src, ids), puzzle_logits(dst, ids)
+    delta = (a - b).abs().max().item()
+    print(f"puzzle tp {tp}: max |Δ| = {delta}")
+    assert delta <= REL_TOL * a.abs().max().item()
+
+
+@pytest.mark.parametrize("block,key,value", [(2, "num_attention_heads", 8), (0, "ssm_state_size", 8),
+                                              (1, "moe_shared_expert_intermediate_size", None)])
+def test_puzzle_blocks_hubpad_cannot_pad_are_refused(tmp_path, block, key, value):
+    """A block stating its own attention heads or Mamba2 state (vLLM builds Mamba2 layers from config.json) is refused,
+    naming it; a width that is not a positive integer too."""
+    from tests.nemotron_h_models import build_puzzle
+
+    src = tmp_path / "upstream"
+    cfg = build_puzzle(src)
+    cfg["block_configs"][block][key] = value
+    (src / "config.json").write_text(json.dumps(cfg))
+    why = (f"not a positive integer" if value is None else
+           f"states {key} {value} \\(config.json: {cfg.get(key)}\\); hubpad pads a Puzzle's per-layer MLP and expert "
+           f"widths only")
+    with pytest.raises(ConfigError, match=f"config.json: block_configs.{block}.*{why}"):
+        make_plan(LocalSource(src), 3)
+
+
+# tp -> the Puzzle's expert widths after padding (1280, 1536, 1792, 2048, 2688), by group
+PUZZLE_WIDTHS = {3: {"expert@1280": 1344, "expert@1536": 1536, "expert@1792": 1920, "expert@2048": 2112,
+                     "expert@2688": 2688},
+                 6: {"expert@1280": 1536, "expert@1536": 1536, "expert@1792": 1920, "expert@2048": 2304,
+                     "expert@2688": 2688}}
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_nemotron_puzzle_published_layout_plans(tmp_path, tp):
+    """Nemotron-Labs-3-Puzzle-75B-A9B (tests/nemotron_h_real.py): Super's attention and Mamba2 padding (32 / 2 -> 48 / 3;
+    8 groups of 16 heads, state 96 -> 9 / 12 groups); each MoE layer's width to whole 64-wide tiles per rank (1280 ->
+    1344 at TP 3: 448 = 7 x 64; 1536 and 2688 shard as they are), written into its block; MTP padded, left off the card
+    (hidden 4096); the shared expert (5376) and routing copied."""
+    _, plan = _published_plan(tmp_path, "PUZZLE", tp)
+    dims = {d["name"]: d["after"] for d in plan["dims"]}
+    assert (dims["attention heads"], dims["kv heads"], dims["mamba groups"], dims["mamba heads"]) == (
+        (48, 3, 9, 144) if tp == 3 else (48, 3, 12, 192))
+    assert {g: dims[f"{g} intermediate"] for g in PUZZLE_WIDTHS[tp]} == PUZZLE_WIDTHS[tp]
+    assert dims["shared intermediate"] == 5376 and "dense intermediate" not in dims
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    before, after = plan["config_changes"]["block_configs"]
+    assert [b.get("moe_intermediate_size") for b in after] == [
+        PUZZLE_WIDTHS[tp][f"expert@{b['moe_intermediate_size']}"] if "moe_intermediate_size" in b else None
+        for b in before]
+    assert "mtp_block_configs" not in plan["config_changes"]  # the MTP's 2688 shards as it is
+    padded = {g["pattern"]: g["after"] for g in plan["tensors"]["padded_groups"]}
+    assert padded["model.layers.*.mixer.in_proj.weight"] == [2 * dims["mamba heads"] * 64 + 2 * dims["mamba groups"]
+                                                             * 96 + dims["mamba heads"], 4096]
+    print(f"Puzzle TP {tp}: {sum(g['bytes_added'] for g in plan['tensors']['padded_groups']) / 1e9:.1f} GB added")
+
+
+def test_nemotron_puzzle_layer_list_holds_the_published_total():
+    """The Puzzle's layer list (tests/nemotron_h_real.py) holds the model card's 75.3B parameters (MTP not counted)."""
+    import math
+
+    from tests import nemotron_h_real
+
+    t = nemotron_h_real.tensors(nemotron_h_real.PUZZLE)
+    total = sum(math.prod(s) for n, _, s in t if not n.startswith("mtp."))
+    assert round(total / 1e9, 2) == 75.35 and int(total / 1e8) / 10 == nemotron_h_real.PUZZLE_BILLIONS

@@ -41,6 +41,19 @@ CASES = [
     pytest.param("deepseek_v3", 6, id="deepseek_v3-tp6"),
     pytest.param("kimi_k2", 3, id="kimi_k2-tp3"),
     pytest.param("minimax_m2", 3, id="minimax_m2-tp3"),  # q/k rescaled (float32 checkpoint, softmax routing)
+    # the GQA families with config quirks (issue 33, docs/families/gqa-quirks.md): head_dim written where the classes
+    # would take hidden // heads (ERNIE, Cohere), Command R+'s per-head q/k LayerNorm rows, Laguna's per-layer heads
+    # (its MLPs dense: the CPU router refuses its MoE, test_laguna_moe_sigmoid_routing_stops_in_the_cpu_router)
+    pytest.param("ernie4_5_moe", 3, id="ernie4_5_moe-tp3"),
+    pytest.param("exaone4", 3, id="exaone4-tp3"),
+    pytest.param("exaone4", 6, id="exaone4-tp6"),
+    pytest.param("exaone_moe", 3, id="exaone_moe-tp3"),
+    pytest.param("cohere2", 3, id="cohere2-tp3"),
+    pytest.param("cohere", 3, id="cohere-tp3"),
+    pytest.param("cohere2_moe", 3, id="cohere2_moe-tp3"),
+    pytest.param("afmoe", 3, id="afmoe-tp3"),
+    pytest.param("laguna", 3, id="laguna-tp3"),
+    pytest.param("laguna", 6, id="laguna-tp6"),
 ]
 
 
@@ -116,6 +129,16 @@ def test_minimax_m2_published_sigmoid_routing_stops_in_the_cpu_router(zoo, tmp_p
     config = json.loads((upstream / "config.json").read_text())
     (upstream / "config.json").write_text(json.dumps({**config, "scoring_func": "sigmoid", "use_routing_bias": True}))
     run = serving.run_vllm([serving.job(upstream, 1)], tmp_path / "run")
+    assert not (run.results and run.results[0]["ok"])
+    assert 'assert self.scoring_func == "softmax"' in run.log and "AssertionError" in run.log
+
+
+def test_laguna_moe_sigmoid_routing_stops_in_the_cpu_router(zoo, tmp_path):
+    """Laguna's MoE block (laguna.py LagunaMoE) routes with `scoring_func="sigmoid"` hard-coded, whatever config.json
+    says, and vLLM's CPU router takes softmax only there (`assert self.scoring_func == "softmax"`): the unpadded original
+    stops. The serving tier serves Laguna with dense MLPs instead ("laguna" above: its per-layer heads padded), and the
+    MoE padding is proven in float64 (tests/test_gqa_families.py)."""
+    run = serving.run_vllm([serving.job(zoo.upstream("laguna-moe"), 1)], tmp_path / "run")
     assert not (run.results and run.results[0]["ok"])
     assert 'assert self.scoring_func == "softmax"' in run.log and "AssertionError" in run.log
 

@@ -60,3 +60,45 @@ def test_nemotron_3_latent_moe_does_not_run_in_the_cpu_build(tmp_path):
     run = serving.run_vllm([serving.job(src, 1)], tmp_path / "run-original")
     assert run.results and not run.results[0]["ok"], "vLLM's CPU build now runs non-gated (relu2) MoE"
     assert NON_GATED_MOE_STOP in run.log
+
+
+def _puzzle(path, blocks: list[dict], seed: int = 0):
+    from tests import serve_models
+    from tests.nemotron_h_models import build_puzzle
+
+    build_puzzle(path, seed=seed, dtype=torch.bfloat16, blocks=blocks, remote_code=True, **SERVE)
+    serve_models.add_tokenizer(path)
+    return path
+
+
+def test_dense_puzzle_derivative_serves_the_originals_outputs(tmp_path):
+    """A Nemotron-H Puzzle whose MLP layers have widths of their own (192 and 320 -> 384 and 384 at TP 3, written
+    into their blocks), through its config class (--trust-remote-code, tests/nemotron_h_models.py's stand-in): the
+    original at TP 1 and the derivative at TP 3 give the same tokens."""
+    from tests.helpers import cli
+
+    blocks = [{"block_type": "mamba"}, {"block_type": "mlp", "intermediate_size": 192}, {"block_type": "attention"},
+              {"block_type": "mamba"}, {"block_type": "mlp", "intermediate_size": 320}]
+    src = _puzzle(tmp_path / "upstream", blocks)
+    dst = tmp_path / "tp3"
+    result = cli("mirror", src, "--tp", "3", "--to", dst)
+    assert result.exit_code == 0, result.output
+    cfg = json.loads((dst / "config.json").read_text())
+    assert [b.get("intermediate_size") for b in cfg["block_configs"]] == [None, 384, None, None, 384]
+    assert (dst / "configuration_nemotron_h_puzzle.py").is_file()
+    assert "--trust-remote-code" in serving.card_serve_command(dst)
+    original = serving.run_vllm([serving.job(src, 1, trust_remote_code=True)], tmp_path / "run-original").ok(0)
+    run = serving.run_vllm([serving.job(dst, 3, trust_remote_code=True)], tmp_path / "run-tp3",
+                           plugins=serving.install_plugin(dst, tmp_path / "plugin"))
+    delta = serving.assert_same_outputs(original, run.ok(0), "nemotron_h_puzzle TP=1 vs derivative TP=3")
+    print(f"max |Δ logprob| = {delta}")
+
+
+def test_puzzle_latent_moe_does_not_run_in_the_cpu_build(tmp_path):
+    """The published Puzzle's MoE layers (their own widths) stop the CPU build as Nemotron 3's do, original too."""
+    blocks = [{"block_type": "mamba"}, {"block_type": "moe", "moe_intermediate_size": 64, "num_experts_per_tok": 2},
+              {"block_type": "attention"}, {"block_type": "moe", "moe_intermediate_size": 128}]
+    src = _puzzle(tmp_path / "upstream", blocks)
+    run = serving.run_vllm([serving.job(src, 1, trust_remote_code=True)], tmp_path / "run-original")
+    assert run.results and not run.results[0]["ok"], "vLLM's CPU build now runs non-gated (relu2) MoE"
+    assert NON_GATED_MOE_STOP in run.log

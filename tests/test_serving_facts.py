@@ -117,7 +117,7 @@ def test_late_2026_families_state_their_minimum_vllm():
     """The late-2026 families' first releases, read in vLLM's wheels (vllm.py): every feature they use is in the table,
     so the card states a minimum; the latest feature sets it (the MTP class for DeepSeek-V3.2 / GLM-5, the class for
     the others). A published config without MTP layers (LongCat-Flash's) needs no MTP class."""
-    from tests import dsa_real, dsv4_real, linear_real, minimax_real
+    from tests import dsa_real, dsv4_real, dsv41_real, linear_real, mimo_real, minimax_real
 
     cases = [  # config, tool, reasoning, minimum, the first of what sets it
         (dsa_real.DEEPSEEK_V32_CONFIG, "deepseek_v32", "deepseek_v3", "0.29.0", "DeepSeek-V3.2 / GLM-5 MTP"),
@@ -128,6 +128,9 @@ def test_late_2026_families_state_their_minimum_vllm():
         (dsa_real.HY4_CONFIG, "hy_v4", "hy_v4", "0.29.0", "HYV4ForCausalLM"),
         (dsa_real.LONGCAT_FLASH_CONFIG, "longcat", None, "0.11.0", "LongcatFlashForCausalLM"),
         (dsv4_real.FLASH_CONFIG, "deepseek_v4", "deepseek_v4", "0.20.0", "DeepseekV4ForCausalLM"),
+        (dsv41_real.FLASH, "deepseek_v41", "deepseek_v41", "0.30.0", "DeepseekV41ForCausalLM"),
+        # MiMo-V2.5 with its tower: MiMoV2OmniForCausalLM from 0.21.0, its fused FP8 qkv_proj read at any TP from 0.31.0
+        (mimo_real.MIMO_V2_5, "mimo", "mimo", "0.31.0", "MiMo-V2.5's fused FP8 qkv_proj"),
         (minimax_real.M3_CONFIG, "minimax_m3", "minimax_m3", "0.24.0", "MiniMaxM3SparseForConditionalGeneration"),
         (linear_real.KIMI_LINEAR_48B_CONFIG, "kimi_k2", None, "0.11.1", "KimiLinearForCausalLM"),
         (linear_real.KIMI_K3_CONFIG, "kimi_k3", "kimi_k3", "0.27.0", "KimiK3ForConditionalGeneration"),
@@ -140,6 +143,10 @@ def test_late_2026_families_state_their_minimum_vllm():
         assert all(f in FIRST_RELEASE for f in s["vllm_features"]), (config["model_type"], s["vllm_features"])
         got = min_vllm(s["vllm_features"])
         assert (got["version"], got["because"][0].startswith(first)) == (version, True), (config["model_type"], got)
+    mimo = adapter_for(mimo_real.MIMO_V2_5).serving(mimo_real.MIMO_V2_5)
+    assert "arch:MiMoV2OmniForCausalLM" in mimo["vllm_features"]  # what vLLM makes of a vision_config
+    v41 = adapter_for(dsv41_real.FLASH).serving(dsv41_real.FLASH)
+    assert v41["speculative_config"] == {"method": "dspark", "num_speculative_tokens": 5}  # vLLM refuses "mtp" on V4.1
     qwen38 = adapter_for(linear_real.QWEN38_FLASH_NEXT_CONFIG).serving(linear_real.QWEN38_FLASH_NEXT_CONFIG)
     assert "spec:qwen4_exp_mtp" in qwen38["vllm_features"] and "spec:qwen3_5_mtp" not in qwen38["vllm_features"]
 
@@ -189,10 +196,62 @@ def test_nemotron_h_flags_and_minimum_vllm():
 def test_inkling_flags_and_minimum_vllm():
     """Inkling: the inkling tool-call and reasoning parsers, MTP through InklingMTPModel (one draft token per MTP depth,
     8 in the published mtp_config), all first in 0.26.0."""
-    from tests.inkling_real import INKLING
+    from tests.inkling_real import INKLING, text_only
 
-    s = adapter_for(INKLING).serving(INKLING)
-    assert (s["tool_call_parser"], s["reasoning_parser"]) == ("inkling", "inkling")
-    assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 8}
-    assert min_vllm(s["vllm_features"])["version"] == "0.26.0"
-    assert all(f in FIRST_RELEASE for f in s["vllm_features"])
+    for cfg in (INKLING, text_only(INKLING)):  # and its text-only format, InklingForCausalLM: 0.26.0 as well
+        s = adapter_for(cfg).serving(cfg)
+        assert (s["tool_call_parser"], s["reasoning_parser"]) == ("inkling", "inkling")
+        assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 8}
+        assert min_vllm(s["vllm_features"])["version"] == "0.26.0"
+        assert all(f in FIRST_RELEASE for f in s["vllm_features"])
+    assert "arch:InklingForCausalLM" in s["vllm_features"]
+
+
+def test_nemotron_h_puzzle_flags_and_minimum_vllm():
+    """Nemotron-H Puzzle: Nemotron 3's parsers, --trust-remote-code (vLLM reads each layer's config from the
+    checkpoint's class), NemotronHPuzzleForCausalLM (0.16.0), its MTP (0.19.0); per-layer MLP widths need 0.17.0."""
+    from tests.nemotron_h_real import PUZZLE
+
+    s = adapter_for(PUZZLE).serving(PUZZLE)
+    assert (s["tool_call_parser"], s["reasoning_parser"], s["extra_args"]) == (
+        "qwen3_coder", "nemotron_v3", ["--trust-remote-code"])
+    assert s["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
+    assert min_vllm(s["vllm_features"]) == {"version": "0.19.0", "because": [
+        "Nemotron-H Puzzle MTP speculative decoding (NemotronHMTPModel)"]}
+    no_mtp = [f for f in s["vllm_features"] if not f.startswith("spec:")]  # at TP 3 and 6 (hidden 4096)
+    assert min_vllm(no_mtp) == {"version": "0.17.1", "because": ["reasoning parser nemotron_v3"]}
+    dense = {**PUZZLE, "block_configs": [{"block_type": "mamba"}, {"block_type": "mlp", "intermediate_size": 96}],
+             "num_nextn_predict_layers": 0, "moe_latent_size": None}
+    s = adapter_for(dense).serving(dense)
+    assert (s["tool_call_parser"], min_vllm(s["vllm_features"])) == (None, {
+        "version": "0.17.0", "because": ["a Nemotron-H Puzzle's per-layer MLP widths"]})
+def test_gqa_quirk_families_state_their_minimum_vllm():
+    """The GQA families with config quirks (issue 33), on their published configs (tests/gqa_real.py): parsers, MTP,
+    and the first release of every class, parser and head_dim reading they need (vllm.py, read in the wheels).
+    Cohere2's 0.29.0 is commandr.py's first release that reads config.head_dim; K-EXAONE's published
+    "ExaoneMoEForCausalLM" spelling is registered again only from 0.32.0 (0.27.0-0.31.0 know "ExaoneMoeForCausalLM")."""
+    from tests import bailing_models, gqa_real
+
+    cases = [  # config, tool, reasoning, speculative method, minimum, the first of what sets it
+        (gqa_real.ERNIE_300B, None, None, "mtp", "0.11.0", 'speculative method "mtp"'),
+        (gqa_real.ERNIE_21B, None, None, None, "0.9.2", "Ernie4_5_MoeForCausalLM"),
+        (gqa_real.EXAONE4_32B, "hermes", None, None, "0.10.0", "Exaone4ForCausalLM"),
+        (gqa_real.K_EXAONE, "hermes", None, "mtp", "0.32.0", "ExaoneMoEForCausalLM"),
+        (dict(gqa_real.K_EXAONE, architectures=["ExaoneMoeForCausalLM"]), "hermes", None, "mtp", "0.27.0",
+         "ExaoneMoeForCausalLM"),
+        (gqa_real.COMMAND_A, "cohere_command3", "cohere_command3", None, "0.29.0", "CohereForCausalLM reading head_dim"),
+        (dict(gqa_real.COMMAND_A, model_type="cohere2_moe", architectures=["Cohere2MoeForCausalLM"]),
+         "cohere_command3", "cohere_command3", None, "0.21.0", "Cohere2MoeForCausalLM"),
+        (gqa_real.COMMAND_R_PLUS, None, None, None, "0.29.0", "CohereForCausalLM reading head_dim"),
+        (gqa_real.TRINITY_LARGE, None, None, None, "0.11.1", "AfmoeForCausalLM"),
+        (gqa_real.LAGUNA_XS2, "poolside_v1", "poolside_v1", None, "0.21.0", "LagunaForCausalLM"),
+        (bailing_models.CONFIG, None, None, None, "0.11.0", "BailingMoeV2ForCausalLM"),
+    ]
+    for config, tool, reasoning, method, version, first in cases:
+        s = adapter_for(config).serving(config)
+        assert (s["tool_call_parser"], s["reasoning_parser"]) == (tool, reasoning), config["model_type"]
+        assert (s["speculative_config"] or {}).get("method") == method, config["model_type"]
+        assert all(f in FIRST_RELEASE for f in s["vllm_features"]), (config["model_type"], s["vllm_features"])
+        got = min_vllm(s["vllm_features"])
+        assert (got["version"], got["because"][0].startswith(first)) == (version, True), (config["model_type"], got)
+    assert adapter_for(bailing_models.CONFIG).serving(bailing_models.CONFIG)["extra_args"] == ["--trust-remote-code"]

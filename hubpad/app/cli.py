@@ -574,8 +574,12 @@ def mirror(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templ
         only = set(parts[i - 1]["shards"]) if i <= len(parts) else set()
         log(f"part {i}/{k}: {len(only)} shard(s)")
     if dry_run:
+        from hubpad.run.mirror import disk_room
+
         click.echo(plan_text(plan, width=output_width()))
         click.echo(f"dry run: would publish {human(plan.bytes_out)} in {len(plan.shards)} shard(s) to {publisher.label}")
+        room = disk_room(plan, publisher)
+        click.echo(room.said() + ("" if room.enough else " (not enough: the run would stop before writing)"))
         return
     _run(job, plan, publisher, templates_dir, as_json, only=only)
 

@@ -10,6 +10,8 @@ from hubpad.run.mirror import RunHooks
 from hubpad.run.progress import Meter
 from hubpad.util.log import log
 
+LOG_INTERVAL = 10.0  # seconds between plain progress lines where stderr is no terminal (CI logs, a file)
+
 
 class Progress:
     """One output shard's bytes on stderr, in `Meter`'s words, throttled to a few updates a second."""
@@ -19,7 +21,7 @@ class Progress:
         self._last = self.meter.start
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
-        self._interval = 0.2 if self.tty else 30.0
+        self._interval = 0.2 if self.tty else LOG_INTERVAL
 
     def update(self, n: int) -> None:
         self.meter.update(n)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import textwrap
@@ -9,6 +10,16 @@ import textwrap
 from hubpad.plan.model import Plan
 from hubpad.plan.vllm_route import route_flags
 from hubpad.util.sizes import human
+
+
+def _keys_text(keys: tuple[str, ...]) -> str:
+    """A dim's config keys as the report shows them: the same key of several list entries (a Puzzle's
+    block_configs.N.moe_intermediate_size) once, with how many blocks state it (hubpad.json lists each)."""
+    by_template: dict[str, list[str]] = {}
+    for key in keys:
+        by_template.setdefault(re.sub(r"\.\d+\.", ".N.", key), []).append(key)
+    return ", ".join(found[0] if len(found) == 1 else f"{template} ({len(found)} blocks)"
+                     for template, found in by_template.items())
 
 
 class _Row(str):
@@ -85,7 +96,7 @@ def plan_text(plan: Plan, parts: list[dict] | None = None, width: int | None = N
         lines.append(f"No padding needed: this checkpoint already shards at TP={plan.tp}.")
     lines.append("Padded dims:")
     lines += table([["dim", "config key", "before", "after"]] +
-                    [[d.name, ", ".join(d.config_keys), str(d.before), str(d.after)
+                    [[d.name, _keys_text(d.config_keys), str(d.before), str(d.after)
                       + ("" if d.before == d.after else "  *")] for d in plan.dims])
     lines += _relabel_lines(plan.relabelled)
     lines += _route_lines(plan.vllm_route)

@@ -24,7 +24,7 @@ from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
 from hubpad.plan.adapters import adapter_for, check_config_values, check_refused
-from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, PreshardedQKV, Role
+from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, PreshardedQKV, Role, width_kind
 from hubpad.plan.dims import (
     EXPERT_TILE,
     growth_tile,
@@ -34,13 +34,14 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn, kda, mamba2
+from hubpad.plan import gdn, kda, mamba2, tower
 from hubpad.plan.presharded import Chunks, presharded_op
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import SCALE_CARRIERS, _pad2d, fused_experts_op, scaled, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
+from hubpad.plan.sections import qkv_rows, sections_op
 from hubpad.plan.shards import cut_shards
 from hubpad.source.base import FileEntry, Source
 from hubpad.source.readers import read_header, read_json, weight_files
@@ -89,6 +90,7 @@ class _Shape:
     inter: dict[str, tuple[tuple[str, ...], int]]  # group -> (config keys, size)
     geometry: HeadShape  # rows/columns per head of each head-sharded layer
     linear: gdn.Geometry | None = None  # Gated DeltaNet heads (plan/gdn.py), in families that have them
+    tower: tower.Geometry | None = None  # a vision tower vLLM shards by head (plan/tower.py)
 
 
 @dataclass
@@ -100,6 +102,7 @@ class _Modules:
     fused: dict[str, FusedExperts] = field(default_factory=dict)  # plain tensors that are fused 3-D experts
     presharded: dict[str, PreshardedQKV] = field(default_factory=dict)  # plain tensors of pre-sharded qkv_proj
     linear: dict[str, str] = field(default_factory=dict)  # plain tensors of Gated DeltaNet layers -> gdn.py kind
+    tower: dict[str, str] = field(default_factory=dict)  # plain tensors of a head-sharded vision tower -> tower.py kind
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
@@ -132,7 +135,7 @@ class Survey:
 def survey(source: Source) -> Survey:
     """Read config, index and headers, classify every tensor and check the config against the headers."""
     inputs = _read_inputs(source)
-    shape = _shape(inputs.text, inputs.adapter)
+    shape = _shape(inputs.text, inputs.adapter, inputs.config)
     modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim, _linear_layers(inputs))
     _check_head_vectors(modules, shape.heads)
     _check_head_rows(modules, shape)
@@ -145,6 +148,9 @@ def survey(source: Source) -> Survey:
     if shape.linear is not None and not modules.linear:
         raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a tensor "
                           f"of its linear-attention layers ({inputs.adapter.linear_attention_family})")
+    if shape.tower is not None and not modules.tower:
+        raise ConfigError(f"config.json: {inputs.adapter.name} has a {shape.tower.spec.node} but no shard holds a tensor "
+                          f"of its vision tower")
     linear_align = gdn.row_align({n: (modules.plain[n], k) for n, k in modules.linear.items()}, inputs.quant)
     return Survey(source, inputs, shape, modules, aligns, group_align, linear_align)
 
@@ -164,16 +170,21 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
+    new_inter = inputs.adapter.tied_intermediate(inputs.text, new_inter)
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
-    dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text))
-    tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant)
+    tower2 = tower.choose(shape.tower, tp) if shape.tower is not None else None
+    dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text), tower2)
+    tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant, tower2)
 
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
-    copied, skipped = _other_files(inputs.files, inputs.names)
+    copied, skipped = _other_files(inputs.files, inputs.names, inputs.adapter.keep_files)
     vocab = _vocab(inputs, tp)
     new_config = {**_new_config(inputs.config, dims, inputs.adapter), **relabelled_config_keys(relabelled)}
     new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
+    if tower2 is not None:
+        new_config = tower2.write(new_config)
+    inputs.adapter.check_derivative(inputs.adapter.dims_config(new_config), tp)
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,
@@ -183,7 +194,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
         rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.text)
-        + _linear_rank_rows(shape.linear, linear2, tp, s.linear_align),
+        + _linear_rank_rows(shape.linear, linear2, tp, s.linear_align) + (tower2.rank_rows(tp) if tower2 else []),
         vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter, s.linear_align),
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
@@ -283,14 +294,18 @@ def _raise_duplicate(headers: list[SafetensorsHeader]) -> None:
             seen[t.name] = t.file
 
 
-def _shape(config: dict, adapter: Adapter) -> _Shape:
+def _shape(config: dict, adapter: Adapter, full: dict | None = None) -> _Shape:
+    """The language model's dims from `config` (its part of config.json), and a head-sharded vision tower's from
+    `full` (config.json itself)."""
     hidden = int(config.get("hidden_size") or 0)
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
     geometry = adapter.head_shape(config)
     linear = _LINEAR_FAMILIES[adapter.linear_attention_family].read(config) if adapter.linear_attention else None
+    vision = tower.Geometry.read(full if full is not None else config, adapter.vision_tower) \
+        if adapter.vision_tower is not None else None
     return _Shape(hidden, heads, kv, geometry.config_head_dim or geometry.widths["q"], adapter.intermediate_sizes(config),
-                  geometry, linear)
+                  geometry, linear, vision)
 
 
 # Adapter.linear_attention_family -> the geometry of its layers (read from config.json; its own rules and recipes)
@@ -345,11 +360,16 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
     linear_attention = bool(adapter.linear_attention)
     presharded = bool(adapter.presharded_qkv)
     head_rows = bool(adapter.head_rows)
+    towered = adapter.vision_tower is not None
     for t in chain.from_iterable(map(_TENSORS, headers)):
         name = t.name
         if head_rows and (key := adapter.head_rows_of(name)) is not None:
             m.plain[name] = t  # whole heads along its first axis, whatever its suffix
             m.head_rows[name] = key
+            continue
+        if towered and (kind := adapter.tower_kind(name)) is not None:
+            m.plain[name] = t  # a head-sharded vision tower's tensor: its recipe comes from plan/tower.py
+            m.tower[name] = kind
             continue
         if presharded and (spec := adapter.presharded_qkv_of(name.rpartition(".")[0])) is not None:
             m.plain[name] = t  # a fused pre-sharded qkv_proj: its recipe comes from plan/presharded.py
@@ -449,13 +469,15 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = Fa
             key = role.width_key
             need = 1 if key in gates and lay.name == "dense" else lay.k_align if role.kind == "o" else lay.n_align
             aligns.extra[key] = math.lcm(aligns.of(key), need)
-        elif role.kind == "q":
+        elif role.kind in ("q", "qkv"):  # a fused [q | k | v] layer's q and k/v sections each shard by rank
             aligns.q_n = math.lcm(aligns.q_n, lay.n_align)
+            if role.kind == "qkv":
+                aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
         elif role.kind == "kv":
             aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
         elif role.kind == "o":
             aligns.o_k = math.lcm(aligns.o_k, lay.k_align)
-        elif role.group == "expert":
+        elif width_kind(role.group) == "expert":
             a = group_align.setdefault(role.group, [EXPERT_TILE, EXPERT_TILE])
             a[0] = a[1] = math.lcm(a[0], lay.moe_align)
         else:
@@ -471,7 +493,9 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
                                   adapter: Adapter) -> None:
     """Every padded layer's width must be the one config.json states, before anything is chosen from it."""
     for module, role, lay in distinct:
-        if role.kind in ("q", "kv", "o"):
+        if role.kind == "qkv":
+            attr, want = "out_features", sum(qkv_rows(shape.geometry, shape.heads, shape.kv))
+        elif role.kind in ("q", "kv", "o"):
             attr = "in_features" if role.kind == "o" else "out_features"
             count = (shape.geometry.kv_count(role.width_key, shape.heads, shape.kv) if role.kind == "kv" else
                      shape.geometry.head_count(role.width_key, shape.heads))
@@ -487,7 +511,8 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
 
 
 def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
-          linear2: gdn.Geometry | None = None, keys: dict[str, tuple[str, ...]] | None = None) -> list[Dim]:
+          linear2: gdn.Geometry | None = None, keys: dict[str, tuple[str, ...]] | None = None,
+          tower2: tower.Geometry | None = None) -> list[Dim]:
     keys = keys or {}
     dims = [Dim("attention heads", ("num_attention_heads",), shape.heads, h2),
             Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2)]
@@ -503,6 +528,8 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
                         h2 // group))
     if shape.linear is not None and linear2 is not None:
         dims += [Dim(*d) for d in shape.linear.dims(linear2)]
+    if shape.tower is not None and tower2 is not None:
+        dims += [Dim(*d) for d in shape.tower.dims(tower2)]
     for group, (keys, size) in shape.inter.items():
         dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
     return dims
@@ -517,12 +544,10 @@ def _new_config(config: dict, dims: list[Dim], adapter: Adapter) -> dict:
         target = merged[adapter.text_config] = dict(config[adapter.text_config])
     for d in dims:
         for k in d.config_keys:
-            outer, _, inner = k.partition(".")
-            if not inner:
+            if "." not in k:
                 target[k] = d.after
-            elif isinstance(target.get(outer), dict) and inner in target[outer]:
-                target[outer] = {**target[outer], inner: d.after}  # a key of a sub-object (KDA's linear_attn_config)
-            # else a dotted key naming values deeper down (Gemma 4's per_layer_config): the adapter's padded_config
+            else:  # a key of a sub-object (KDA's linear_attn_config) or a list entry (Puzzle's block_configs.N.*)
+                _set_existing(target, k.split("."), d.after)
     for path in adapter.tied_values(config):
         *parents, last = path.split(".")
         node = target
@@ -533,8 +558,29 @@ def _new_config(config: dict, dims: list[Dim], adapter: Adapter) -> dict:
     return merged
 
 
+def _set_existing(node: dict | list, path: list[str], value) -> None:
+    """Set the value at `path` (keys of objects, indices of lists) in `node`, copying each container on the way so
+    upstream's config stays as it is; a path config.json does not hold as such is left alone (a dotted key naming
+    values deeper down, as Gemma 4's per_layer_config: the adapter's padded_config writes those)."""
+    part, rest = path[0], path[1:]
+    if isinstance(node, list):
+        if not part.isdigit() or int(part) >= len(node):
+            return
+        part = int(part)
+    elif not isinstance(node, dict) or part not in node:
+        return
+    if not rest:
+        node[part] = value
+        return
+    child = node[part]
+    if isinstance(child, (dict, list)):
+        node[part] = copy = dict(child) if isinstance(child, dict) else list(child)
+        _set_existing(copy, rest, value)
+
+
 def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
-                  linear2: gdn.Geometry | None, quant: QuantConfig) -> list[TensorPlan]:
+                  linear2: gdn.Geometry | None, quant: QuantConfig,
+                  tower2: tower.Geometry | None = None) -> list[TensorPlan]:
     """The byte recipe of every output tensor.
 
     A recipe depends only on the layout, the parameter's dtype/shape and the target dims, so the thousands
@@ -556,7 +602,13 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
         recipe = recipes.get(kind)
         if recipe is None:
             out2, in2 = padded_features(role, lay, shape.geometry, h2, kv2, new_inter)
-            recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role, factor) for suffix, t in params.items()]
+            if role.kind == "qkv":
+                rows, rows2 = qkv_rows(shape.geometry, shape.heads, shape.kv), qkv_rows(shape.geometry, h2, kv2)
+                recipe = recipes[kind] = [_fused_recipe(t, suffix, lay, rows, rows2, in2, role)
+                                          for suffix, t in params.items()]
+            else:
+                recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role, factor)
+                                          for suffix, t in params.items()]
         plans.extend(t if nbytes is None and op.kind == "copy"  # copied as it is: its own plan
                      else TensorPlan(t.name, t.dtype, shape, t, op, t.nbytes if nbytes is None else nbytes)
                      for t, (op, shape, nbytes) in zip(params.values(), recipe))
@@ -580,6 +632,8 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
         elif t.name in m.fused:
             plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], shape.hidden, shape.inter["expert"][1],
                                                       new_inter["expert"])))
+        elif t.name in m.tower:
+            plans.append(_finish(t, *tower.tower_op(t, m.tower[t.name], shape.tower, tower2)))
         elif t.name in m.linear:
             plans.append(_finish(t, *shape.linear.tensor_op(t, m.linear[t.name], linear2, shape.hidden, quant)))
         else:
@@ -631,13 +685,22 @@ def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
     return plan.op, plan.shape, plan.nbytes
 
 
+def _fused_recipe(t: TensorInfo, suffix: str, lay: LinearLayout, rows: list[int], rows2: list[int], in2: int,
+                  role: Role) -> tuple[PadOp, tuple, int | None]:
+    """_recipe's answer for a parameter of a fused [q | k | v] layer (plan/sections.py)."""
+    plan = _finish(t, *sections_op(t, suffix, lay, rows, rows2, in2, role))
+    return plan.op, plan.shape, (None if plan is t else plan.nbytes)
+
+
 def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int, kv2: int,
                     new_inter: dict[str, int]) -> tuple[int, int]:
     """(out, in) features of a padded layer after padding: which one grows depends on its role (and, for head
     layers, on its per-head width; an int `hs` is head_dim everywhere)."""
     out2, in2 = lay.out_features, lay.in_features
     width = HeadShape.of(hs).widths.get(role.width_key, 0)
-    if role.kind == "q":
+    if role.kind == "qkv":
+        out2 = sum(qkv_rows(HeadShape.of(hs), h2, kv2))
+    elif role.kind == "q":
         out2 = HeadShape.of(hs).head_count(role.width_key, h2) * width
     elif role.kind == "kv":
         out2 = HeadShape.of(hs).kv_count(role.width_key, h2, kv2) * width
@@ -666,13 +729,15 @@ def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan | Te
     return TensorPlan(t.name, t.dtype, tuple(shape), t, op, nbytes)
 
 
-def _other_files(files: dict[str, FileEntry], weight_names: list[str]) -> tuple[list[str], list[str]]:
-    """Upstream files carried over unchanged, and the ones left out (other weight formats)."""
+def _other_files(files: dict[str, FileEntry], weight_names: list[str],
+                 keep: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """Upstream files carried over unchanged, and the ones left out (other weight formats; `keep`: the family's own
+    components that only look like one)."""
     copied, skipped = [], []
     for path in files:
         if path in GENERATED or path in weight_names or path == ".gitattributes":
             continue
-        if any(fnmatch.fnmatch(path, p) for p in SKIPPED_PATTERNS):
+        if not any(fnmatch.fnmatch(path, p) for p in keep) and any(fnmatch.fnmatch(path, p) for p in SKIPPED_PATTERNS):
             skipped.append(path)
         else:
             copied.append(path)
@@ -685,6 +750,7 @@ def _stock_tp_values(shape: _Shape, aligns: Aligns, group_align: dict[str, tuple
     return [t for t in range(1, 9)
             if heads_shard_as_is(shape.heads, shape.kv, shape.geometry, t, aligns, shape.hidden, adapter)
             and (shape.linear is None or not gdn.problems(shape.linear, t, linear_align))
+            and (shape.tower is None or not tower.problems(shape.tower, t))
             and all(choose_intermediate(s, t, *group_align[g]) == s for g, (_, s) in shape.inter.items()
                     if g in group_align)]
 

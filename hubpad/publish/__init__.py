@@ -19,7 +19,7 @@ def make_publisher(source: Source, dst: str | None, tp: int, *, force: bool, pri
     """The publisher for DST: local for a local path, else the Hub (DST None: `<your user>/<name>-TP<N>`)."""
     if dst is not None and is_local(dst):
 
-        return LocalPublisher(Path(dst).expanduser(), force=force, repo_id=repo_id)
+        return LocalPublisher(Path(dst).expanduser(), force=force, repo_id=repo_id, max_disk=max_disk, workdir=workdir)
     if repo_id is not None:
         raise ConfigError("--repo-id names the Hub repo of a local DST; a Hub DST is its own repo id (use --to)")
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hubpad.errors import HubpadError
 from hubpad.formats.manifest import parse_manifest
-from hubpad.plan.model import Plan
+from hubpad.plan.model import Plan, ShardPlan
 from hubpad.source.base import Source
+from hubpad.util.disk import Room
 from hubpad.util.log import log
 
 
@@ -48,9 +50,30 @@ class Publisher(ABC):
     def prepare(self, plan: Plan) -> dict | None:
         """Check the target can take this derivative; return its current manifest, if any."""
 
-    def find_reusable(self, planned: dict) -> dict | None:
-        """The entry of a shard with exactly these inputs already on the target (published or staged), if any."""
+    def peek(self, plan: Plan) -> dict | None:
+        """The target's current manifest as far as it matters before a run, read only (a dry run's figures)."""
         return None
+
+    def has_staged_shards(self) -> bool:
+        """Whether finished shards of an earlier run may be waiting (a local upstream is then hashed first, so
+        their records can be matched)."""
+        return self.stages
+
+    def may_reuse(self, planned: dict) -> bool:
+        """A cheap guess, from records only, that `find_reusable` will find this shard (the room a run needs)."""
+        return False
+
+    def find_reusable(self, planned: dict, on_bytes: Callable[[int], None] | None = None) -> dict | None:
+        """The entry of a shard with exactly these inputs already on the target (published or staged), if any;
+        `on_bytes(n)` as local bytes are read to check it (progress)."""
+        return None
+
+    @abstractmethod
+    def room(self, plan: Plan, to_build: list[ShardPlan]) -> Room:
+        """The local disk this run needs for building `to_build` (and the rest), and what is free there."""
+
+    def check_room(self, plan: Plan, to_build: list[ShardPlan]) -> None:
+        """Refuse, before the first byte is written, a run that the disk cannot hold."""
 
     @abstractmethod
     def shard_path(self, name: str) -> Path:
@@ -65,6 +88,10 @@ class Publisher(ABC):
 
     def keep_shard(self, entry: dict) -> None:
         """Keep an already-present shard as it is."""
+
+    def record_shard(self, entry: dict) -> None:
+        """A built shard whose inputs are now all checked (its entry's `inputs` final): what a later run needs to
+        reuse it if this one is killed (local targets; the Hub stages its own records)."""
 
     @abstractmethod
     def put_file(self, path: str, data: bytes) -> None:

@@ -25,7 +25,7 @@ from hubpad import FORMAT_VERSION
 from hubpad.errors import ConfigError, ConflictError, HubpadError, NetworkError
 from hubpad.formats.manifest import dumps, same_build
 from hubpad.formats.names import MANIFEST
-from hubpad.plan.model import Plan
+from hubpad.plan.model import Plan, ShardPlan
 from hubpad.publish.base import Publisher, Summary, check_replace, read_existing_manifest
 from hubpad.source.base import FileEntry, Source, VerifiedReader
 from hubpad.source.hub_api import (
@@ -38,15 +38,19 @@ from hubpad.source.hub_api import (
     read_repo_file,
     whoami_name,
 )
+from hubpad.util.disk import Room, room, writing
 from hubpad.util.hashing import file_sha256
 from hubpad.util.log import log
 from hubpad.util.refs import both_readings, derive_target, is_repo_id
+from hubpad.util.run_lock import RunLock, abandoned, gone, recorded_pid
 from hubpad.util.sizes import human
 
 STAGING_BRANCH = "hubpad-staging"
 # One small record per staged shard (not one shared file), so parallel part jobs never overwrite each other.
 STAGING_DIR = ".hubpad-staging"
 PATHS_INFO_BATCH = 500  # paths per paths-info request (what huggingface_hub itself sends)
+WORKDIR_PREFIX = "hubpad-"  # hubpad's own scratch folders under $TMPDIR, each held by a RunLock inside
+WORKDIR_LOCK = ".hubpad-lock"
 
 
 def default_target(source: Source, tp: int, api) -> str:
@@ -103,6 +107,8 @@ class HubPublisher(Publisher):
         self._on_disk = 0
         self._scratch: dict[Path, int] = {}
         self._budget = 0  # bytes of scratch: --max-disk, or what `prepare` chose
+        self._budget_note = ""
+        self._workdir_lock: RunLock | None = None
 
     @classmethod
     def for_target(cls, source: Source, dst: str | None, tp: int, **kw) -> "HubPublisher":
@@ -118,12 +124,7 @@ class HubPublisher(Publisher):
         if plan.source.kind == "hub" and plan.source.label.casefold() == self.repo_id.casefold():
             raise HubpadError(f"target {self.repo_id}: destination is the source; choose another --to "
                               f"(default: <your user>/<name>-TP<N>)")
-        biggest = max(s.size for s in plan.shards)
-        if self.max_disk is not None and biggest > self.max_disk:
-            raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
-                              f"({human(biggest)}); lower --shard-size or raise --max-disk")
-        self._budget_note = f"up to {human(self.max_disk)} (--max-disk)" if self.max_disk is not None else ""
-        self._budget = self.max_disk if self.max_disk is not None else self._default_budget(biggest)
+        self._budget = self._scratch_budget(plan)
         try:
             info = self.api.model_info(self.repo_id, revision=self.branch)
         except e.RepositoryNotFoundError:
@@ -151,27 +152,63 @@ class HubPublisher(Publisher):
                               f"(use --force to publish into it anyway; hubpad never deletes files it did not create)")
         if self.existing is not None:
             check_replace(self.existing, plan, f"target {self.repo_id}", self.force)
-        if self._own_workdir and not self._made_workdir:
-            self.workdir, self._made_workdir = Path(tempfile.mkdtemp(prefix="hubpad-")), True
-        else:
-            self.workdir.mkdir(parents=True, exist_ok=True)
-        if self.max_disk is None:
-            log(f"scratch disk: {self._budget_note} under {self.workdir}")
+        self._make_workdir()
+        log(f"scratch disk: {self._budget_note} under {self.workdir}")
         self._load_staging()
         return self.existing
 
-    def _default_budget(self, biggest: int) -> int:
-        """No --max-disk: room for two shards (the next one is padded while one uploads) when the workdir's
-        filesystem has it with a tenth to spare, else for one; none at all fails now, not at the first shard's end."""
-        where = next(p for p in (self.workdir, *self.workdir.parents) if p.exists())  # it may not exist yet
-        free = shutil.disk_usage(where).free
-        if free < biggest:
-            raise HubpadError(f"{self.workdir} has {human(free)} free, and the largest output shard needs "
-                              f"{human(biggest)} of scratch: point --workdir elsewhere or lower --shard-size")
-        two = 2 * biggest
-        budget = two if free >= two + two // 10 else biggest
-        self._budget_note = f"up to {human(budget)} ({human(free)} free; --max-disk sets it)"
+    def room(self, plan: Plan, to_build: list[ShardPlan] | None = None) -> Room:
+        """Scratch under the workdir: --max-disk, else two of the largest output shards (the next one is padded while
+        one uploads); one is the least that works."""
+        biggest = max(s.size for s in plan.shards)
+        return room(self.workdir, self.max_disk if self.max_disk is not None else 2 * biggest, least=biggest,
+                    what="scratch")
+
+    def _scratch_budget(self, plan: Plan) -> int:
+        """The scratch disk budget, chosen before anything is created: --max-disk, lowered to what the workdir's
+        filesystem has free; without it two shards when free with a tenth to spare, else one. Less than one shard
+        free fails now, not at the first shard's end."""
+        have = self.room(plan)
+        biggest = have.least
+        if self.max_disk is not None and biggest > self.max_disk:
+            raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
+                              f"({human(biggest)}); lower --shard-size or raise --max-disk")
+        if not have.enough:
+            raise HubpadError(f"{self.workdir}: not enough disk for scratch shards: {have.line()} (the largest output "
+                              f"shard is {human(biggest)}); point --workdir elsewhere or lower --shard-size")
+        if self.max_disk is not None:
+            wanted = min(self.max_disk, sum(s.size for s in plan.shards))
+            if have.free >= wanted:
+                self._budget_note = f"up to {human(self.max_disk)} (--max-disk)"
+                return self.max_disk
+            budget = max(biggest, have.free - have.free // 10)
+            log(f"warning: --max-disk {human(self.max_disk)}, but {human(have.free)} free on {have.where}: scratch "
+                f"kept to {human(budget)}")
+        else:
+            two = 2 * biggest
+            budget = two if have.free >= two + two // 10 else biggest
+        self._budget_note = f"up to {human(budget)} ({human(have.free)} free; --max-disk sets it)"
         return budget
+
+    def _make_workdir(self) -> None:
+        """The workdir: --workdir as given, or a fresh `hubpad-*` folder of our own under $TMPDIR, held by a RunLock
+        while this run lives. Our own folders that runs killed before they could remove them (their lock is free)
+        are removed first, each said once."""
+        if not (self._own_workdir and not self._made_workdir):
+            with writing(self.workdir):
+                self.workdir.mkdir(parents=True, exist_ok=True)
+            return
+        base = Path(tempfile.gettempdir())
+        for stale in sorted(base.glob(f"{WORKDIR_PREFIX}*")):
+            lock = stale / WORKDIR_LOCK
+            if stale.is_dir() and abandoned(lock):
+                pid = recorded_pid(lock)
+                shutil.rmtree(stale, ignore_errors=True)
+                log(f"removed {stale}, the scratch of a run that stopped ({gone(pid)})")
+        with writing(base):
+            self.workdir, self._made_workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX)), True
+            self._workdir_lock = RunLock(self.workdir / WORKDIR_LOCK)
+            self._workdir_lock.acquire()
 
     def _download(self, path: str, revision: str) -> bytes:
         data = read_repo_file(self.api, self.repo_id, path, revision)
@@ -228,7 +265,7 @@ class HubPublisher(Publisher):
 
     # ------------------------------------------------------------------------------------------ shards
 
-    def find_reusable(self, planned: dict) -> dict | None:
+    def find_reusable(self, planned: dict, on_bytes=None) -> dict | None:
         name, inputs = planned["name"], planned["inputs"]
         for entry in (self.existing or {}).get("shards", []):
             if entry["name"] == name and entry.get("inputs") == inputs and name in self.existing_files:
@@ -435,7 +472,7 @@ class HubPublisher(Publisher):
             local = self.workdir / f".upstream-{len(self.streamed)}-{Path(path).name}"
             try:
                 reader = VerifiedReader(source, entry)
-                with open(local, "wb") as f:
+                with writing(local), open(local, "wb") as f:
                     for piece in reader.iter_range(0, entry.size):
                         f.write(piece)
                 digest = reader.finish()  # sha256 checked against the upstream's LFS oid
@@ -585,7 +622,8 @@ class HubPublisher(Publisher):
         return ops
 
     def abort(self) -> None:
-        """Staged shards stay on the staging branch for the next run; local scratch files go."""
+        """Staged shards stay on the staging branch for the next run; local scratch files go (in a --workdir of
+        the user's too)."""
         try:
             self._wait_staged()
         except BaseException:
@@ -595,5 +633,9 @@ class HubPublisher(Publisher):
     def _cleanup(self) -> None:
         self._pool.shutdown(wait=True)
         self._committer.shutdown(wait=True)
+        for path in list(self._scratch):
+            self._drop_scratch(path)
         if self._made_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+            if self._workdir_lock is not None:
+                self._workdir_lock.release()

@@ -27,6 +27,7 @@ from hubpad.run.derivative import derivative_files
 from hubpad.source.base import VerifiedReader
 from hubpad.source.blocks import BlockReader
 from hubpad.util.block_hashes import usable_record
+from hubpad.util.disk import Room
 from hubpad.util.hashing import bytes_sha256, digest_of, file_sha256
 from hubpad.util.log import log
 from hubpad.util.sizes import human
@@ -46,6 +47,22 @@ class _NoProgress:
 
     def close(self) -> None:
         pass
+
+
+class _WhenBytes:
+    """A progress sink made only once bytes come (a check that reads nothing shows nothing)."""
+
+    def __init__(self, make: Callable[[], ProgressSink]) -> None:
+        self._make, self._sink = make, None
+
+    def update(self, n: int) -> None:
+        if self._sink is None:
+            self._sink = self._make()
+        self._sink.update(n)
+
+    def close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
 
 
 @dataclass
@@ -127,11 +144,12 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     except BaseException:  # a refused or unreachable target: nothing of this run may stay behind (scratch, locks)
         publisher.abort()
         raise
-    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing)
+    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing, hooks)
     if is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards]):
         return _settle_up_to_date(plan, publisher, existing)
     inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
     try:
+        publisher.check_room(plan, _to_build(plan, publisher, upstream_sha, only, publish_only))
         entries = _build_or_reuse_shards(plan, publisher, inputs, upstream_sha, only, publish_only, hooks)
         inputs.finish(None)
         if only is not None:
@@ -147,6 +165,26 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     _log_done(summary)
     _log_route(plan)
     return summary
+
+
+def disk_room(plan: Plan, publisher: Publisher) -> Room:
+    """The disk a run would need and find free (a dry run's figure, the same a run checks), from reads only: no
+    lock, no scratch, nothing created."""
+    existing = publisher.peek(plan)
+    if publisher.stages:  # the Hub's scratch is a budget for any shard: what it reuses does not change it
+        return publisher.room(plan, plan.shards)
+    upstream_sha, _ = _upstream_hashes(plan, publisher, existing)
+    return publisher.room(plan, _to_build(plan, publisher, upstream_sha, None, False))
+
+
+def _to_build(plan: Plan, publisher: Publisher, upstream_sha: dict, only: set[str] | None,
+              publish_only: bool) -> list[ShardPlan]:
+    """The shards a run will build, as far as records tell before any byte is read (a record whose bytes no longer
+    check is built after all)."""
+    if publish_only:
+        return []
+    return [s for s in plan.shards if (only is None or s.name in only)
+            and not publisher.may_reuse(shard_entry(s, "", upstream_sha))]
 
 
 def _log_route(plan: Plan) -> None:
@@ -175,16 +213,18 @@ def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summ
     return summary  # the caller says so, once (the CLI on stdout)
 
 
-def _upstream_hashes(plan: Plan, publisher: Publisher,
-                     existing: dict | None) -> tuple[dict[str, str | None], str | None]:
+def _upstream_hashes(plan: Plan, publisher: Publisher, existing: dict | None,
+                     hooks: RunHooks | None = None) -> tuple[dict[str, str | None], str | None]:
     """The sha256 of each upstream weight file, as far as known before reading (the Hub lists them), and the
     upstream's state for the freshness rule: its commit, or a local upstream's content digest."""
     source = plan.source
-    if source.kind == "local" and (publisher.stages or (existing or {}).get("shards")):
+    if source.kind == "local" and (publisher.has_staged_shards() or (existing or {}).get("shards")):
         # Staged or published shards can only be matched to a local upstream by content: hash the local files
         # first (a local read pass is cheap next to rebuilding and re-uploading), so records made now and
         # on a resumed run agree. The same hashes say whether anything changed at all (hubpad.json's digest).
-        hashes = {f: file_sha256(source.local_path(f)) for f in plan.files}
+        progress = (hooks or RunHooks()).progress(f"hashing {source.label}", sum(e.size for e in plan.files.values()))
+        hashes = {f: file_sha256(source.local_path(f), progress.update) for f in plan.files}
+        progress.close()
         return {f: hashes[f] for f in plan.weight_files}, digest_of(hashes)
     return {f: plan.files[f].sha256 for f in plan.weight_files}, source.commit
 
@@ -207,15 +247,17 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
                            only: set[str] | None, publish_only: bool, hooks: RunHooks) -> list[dict]:
     """Each output shard in order: kept when the target already has it with the same inputs, else built."""
     summary, entries = inputs.summary, []
+    unchecked: list[tuple[ShardPlan, dict]] = []  # built, some input file not yet read to its end and checked
     for i, shard in enumerate(plan.shards):
         if only is not None and shard.name not in only:
             continue
-        found = _reusable(shard, publisher, inputs, upstream_sha, publish_only)
+        found = _reusable(shard, publisher, inputs, upstream_sha, publish_only, hooks)
         if found is not None:
             publisher.keep_shard(found)
             summary.shards_reused.append(shard.name)
             entries.append(found)
             inputs.finish(i)
+            unchecked = _record_checked(publisher, unchecked, inputs.verified, upstream_sha)
             continue
         with hooks.group(f"{shard.name} ({human(shard.size)})"):
             path = publisher.shard_path(shard.name)
@@ -232,15 +274,34 @@ def _build_or_reuse_shards(plan: Plan, publisher: Publisher, inputs: _Inputs, up
         publisher.put_shard(entry, path)
         summary.shards_built.append(shard.name)
         entries.append(entry)
+        unchecked = _record_checked(publisher, unchecked + [(shard, entry)], inputs.verified, upstream_sha)
     return entries
 
 
+def _record_checked(publisher: Publisher, unchecked: list[tuple[ShardPlan, dict]], verified: dict[str, str],
+                    upstream_sha: dict) -> list[tuple[ShardPlan, dict]]:
+    """Hand the publisher each built shard whose input files are now all read and checked, its inputs keyed by
+    their checked hashes (what lets the run after an interrupted one reuse it); return the others. A publisher
+    that stages its shards (the Hub) keeps its own records."""
+    if publisher.stages:
+        return []
+    waiting = []
+    for shard, entry in unchecked:
+        if all(f in verified for f in shard.source_ranges()):
+            publisher.record_shard(_with_checked_inputs(shard, dict(entry), verified, upstream_sha))
+        else:
+            waiting.append((shard, entry))
+    return waiting
+
+
 def _reusable(shard: ShardPlan, publisher: Publisher, inputs: _Inputs, upstream_sha: dict,
-              publish_only: bool) -> dict | None:
+              publish_only: bool, hooks: RunHooks) -> dict | None:
     """The target's entry for this exact shard, if it has one whose bytes can be trusted."""
     planned = shard_entry(shard, "", upstream_sha)
     known = all(upstream_sha.get(f) for f in shard.source_ranges())
-    found = publisher.find_reusable(planned) if known else None
+    check = _WhenBytes(lambda: hooks.progress(f"checking {shard.name}", shard.size))
+    found = publisher.find_reusable(planned, check.update) if known else None
+    check.close()
     if found is None and publish_only:
         raise HubpadError(f"{shard.name} is not staged on {publisher.label}: a part run is missing or "
                           f"failed; run its `hubpad mirror ... --part i/K` first (nothing was published)")
@@ -272,12 +333,18 @@ def _finish_part(publisher: Publisher, entries: list[dict], summary: Summary, st
 
 def _record_verified_inputs(plan: Plan, entries: list[dict], verified: dict[str, str], upstream_sha: dict) -> None:
     """Local sources learn their hashes only while read: fix up the entries' recorded inputs."""
-    full = {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha}
     for shard, entry in zip(plan.shards, entries):
-        entry["verified"] = True
-        entry["inputs"] = shard_inputs_key(shard, full)
-        for src in entry["sources"]:
-            src["sha256"] = full.get(src["file"])
+        _with_checked_inputs(shard, entry, verified, upstream_sha)
+
+
+def _with_checked_inputs(shard: ShardPlan, entry: dict, verified: dict[str, str], upstream_sha: dict) -> dict:
+    """`entry`, its inputs keyed and its sources named by the checked hashes of its upstream files."""
+    full = {f: verified.get(f, upstream_sha.get(f)) for f in upstream_sha}
+    entry["verified"] = True
+    entry["inputs"] = shard_inputs_key(shard, full)
+    for src in entry["sources"]:
+        src["sha256"] = full.get(src["file"])
+    return entry
 
 
 def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict], inputs: _Inputs,
@@ -338,6 +405,9 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
     """The family's vLLM serving flags, with what the format needs and the mirrors file's overrides."""
     serving = dict(plan.adapter.serving(plan.new_config))  # the derivative's config: padded heads included
     serving["upstream_tp_values"] = plan.upstream_tp_values
+    notes = plan.adapter.tp_notes(plan.new_config, plan.tp)  # what serving at this TP needs (the card says it)
+    if notes:
+        serving["notes"] = [*serving.get("notes", []), *notes]
     features = list(serving.pop("vllm_features", []))
     hidden = int(plan.adapter.dims_config(plan.new_config).get("hidden_size") or 0)
     if serving.get("speculative_config") and plan.adapter.mtp_fc_shards_hidden and hidden % plan.tp:

@@ -21,7 +21,7 @@ class Meter:
     label: str
     total: int
     done: int = 0
-    start: float = field(default_factory=time.monotonic)
+    start: float = field(default_factory=lambda: time.monotonic())  # looked up at each call (a test's clock)
 
     def update(self, n: int) -> None:
         self.done += n

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file, read in 1 MiB blocks (never whole into memory)."""
+def file_sha256(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
+    """The sha256 of a file, read in 1 MiB blocks (never whole into memory); `on_bytes(n)` after each (progress)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
+            if on_bytes is not None:
+                on_bytes(len(chunk))
     return h.hexdigest()
 
 

@@ -91,28 +91,39 @@ def _write_scaled(reader: VerifiedReader, pos: int, n: int, out: ShardWriter, dt
 
 
 def _pad_columns(op, reader: VerifiedReader, pos: int, out: ShardWriter) -> None:
-    """Widen every row from `row_bytes` to `new_row_bytes`, a few MiB of rows at a time: each chunk starts as a
-    copy of a template whose row tails already hold the fill, so each row costs one slice copy. Rows of a few
-    bytes (group scales) are copied as `row_bytes` strided byte columns instead (0.5 us per row adds up)."""
+    """Widen every row from `row_bytes` to `new_row_bytes`, a few MiB of rows at a time: the rows are read straight
+    into a pooled buffer (hashed there, as every upstream byte), then each goes to its place in a second one with
+    its fill tail after it, each byte copied once. Rows of a few bytes (group scales) are copied as `row_bytes`
+    strided byte columns over a template of tails instead (0.5 us per row adds up)."""
     rb, nrb = op.row_bytes, op.new_row_bytes
     per_chunk = max(1, min(op.rows, CHUNK // nrb))
-    template = (bytes(rb) + fill_bytes(op.fill, nrb - rb)) * per_chunk
+    tail = fill_bytes(op.fill, nrb - rb)
+    template = None
     done = 0
     while done < op.rows:
         k = min(per_chunk, op.rows - done)
-        data = reader.read(pos + done * rb, k * rb)
-        # A pooled buffer (idle again once the writer has written it), else a new one for rows over CHUNK.
-        buf = CHUNK_POOL.get()[:k * nrb] if k * nrb <= CHUNK else bytearray(k * nrb)
-        buf[:] = memoryview(template)[:k * nrb]
+        data = _pooled(k * rb)
+        reader.readinto(pos + done * rb, data)
+        buf = _pooled(k * nrb)
         if rb <= 48 and rb < k:
+            template = template or (bytes(rb) + tail) * per_chunk
             end = k * nrb
+            buf[:] = memoryview(template)[:end]
             for j in range(rb):
                 buf[j:end:nrb] = data[j::rb]
         else:
             for i in range(k):
-                buf[i * nrb:i * nrb + rb] = data[i * rb:(i + 1) * rb]
+                row = i * nrb
+                buf[row:row + rb] = data[i * rb:(i + 1) * rb]
+                buf[row + rb:row + nrb] = tail
+        del data  # its pooled buffer is free again once the input hash has read it
         out.write(buf)
         done += k
+
+
+def _pooled(n: int) -> memoryview:
+    """`n` writable bytes: a pooled buffer (idle again once nothing holds a view of it), or a new one over CHUNK."""
+    return CHUNK_POOL.get()[:n] if n <= CHUNK else memoryview(bytearray(n))
 
 
 def build_shard(shard: ShardPlan, readers: Callable[[str], VerifiedReader], path: Path | None,

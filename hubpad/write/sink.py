@@ -20,11 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hubpad.util.buffers import aligned, is_idle
+from hubpad.util.disk import write_failed, writing
 
 BLOCK = 4096  # O_DIRECT alignment of buffer address, file offset and length (covers 512 B and 4 KiB devices)
 STAGE = 8 * 1024 * 1024  # one staging buffer (a multiple of BLOCK)
 STAGES = 4  # being filled, being hashed, being written, one spare
 PIECE = 1024 * 1024  # bytes per commit: a piece is still in the CPU cache when the hash thread takes it
+POLL = 0.05  # seconds between looks at the threads' error while waiting for a free buffer
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
 
 
@@ -37,11 +39,9 @@ class _Stage:
     def view(self, start: int = 0, end: int = STAGE) -> memoryview:
         return memoryview(self.raw)[self.off + start:self.off + end]
 
-    def take(self) -> "_Stage":
-        """Wait until nothing holds a view of it any more (the upstream hash may still be reading it)."""
-        while not is_idle(self.raw):
-            time.sleep(0.0005)
-        return self
+    def idle(self) -> bool:
+        """Nothing holds a view of it any more (the upstream hash may still be reading it)."""
+        return is_idle(self.raw)
 
 
 class FileSink:
@@ -53,11 +53,16 @@ class FileSink:
 
     `durable`: fsync at close (a file that is published from disk). A scratch file that is uploaded and then deleted
     needs none: if the machine dies, the run starts over from what the Hub holds.
+
+    A failed write (a full disk, EIO, a read-only filesystem) is raised to the producer at its next `reserve` or
+    `raise_error`, and at `close`, as one HubpadError naming the file and the cause; the producer never waits for a
+    buffer after it.
     """
 
     def __init__(self, path: Path, durable: bool, on_staged: Callable[[memoryview], None]) -> None:
         self.path, self.durable, self.on_staged = path, durable, on_staged
-        self.fd, self.direct = _open_new(path)
+        with writing(path):
+            self.fd, self.direct = _open_new(path)
         self.error: BaseException | None = None
         self._free: queue.Queue = queue.Queue()
         for _ in range(STAGES):
@@ -74,8 +79,27 @@ class FileSink:
     def reserve(self, n: int) -> memoryview:
         """A writable slice of staging for the next bytes of the file: at most `n` long, shorter at a buffer's end."""
         if self._stage is None:
-            self._stage, self._fill = self._free.get().take(), 0
+            self._stage, self._fill = self._next_stage(), 0
         return self._stage.view(self._fill, self._fill + min(n, STAGE - self._fill))
+
+    def raise_error(self) -> None:
+        """Raise the first error of either thread, if there was one (as one line: the file and the cause)."""
+        if self.error is not None:
+            raise write_failed(self.path, self.error)
+
+    def _next_stage(self) -> _Stage:
+        """A free buffer nothing reads any more. A failed write ends the wait: the I/O thread gives its buffers back
+        unwritten once it has failed, and nothing else would tell the producer."""
+        while True:
+            self.raise_error()
+            try:
+                stage = self._free.get(timeout=POLL)
+            except queue.Empty:
+                continue
+            while not stage.idle():
+                self.raise_error()
+                time.sleep(0.0005)
+            return stage
 
     def commit(self, n: int) -> None:
         """The first `n` bytes of the last reserved slice are filled: hash them, and write the buffer once full."""
@@ -105,17 +129,21 @@ class FileSink:
                 self._stage = None
             self._stop()
             if self.error is None and self.durable:
-                os.fsync(self.fd)
+                with writing(self.path):
+                    os.fsync(self.fd)
         finally:
-            self._close_fd()
-        if self.error is not None:
-            raise self.error
+            with writing(self.path):
+                self._close_fd()
+        self.raise_error()
 
     def abort(self) -> None:
         """Stop writing; the caller removes the file."""
-        self.error = self.error or OSError(errno.ECANCELED, "aborted")
+        self._record(OSError(errno.ECANCELED, "aborted"))
         self._stop()
-        self._close_fd()
+        try:
+            self._close_fd()
+        except OSError:
+            pass  # the file is removed; a close that fails too changes nothing
 
     def _stop(self) -> None:
         if self._threads[0].is_alive():
@@ -125,8 +153,15 @@ class FileSink:
 
     def _close_fd(self) -> None:
         if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+    def _record(self, exc: BaseException) -> None:
+        """Keep the first error, without its traceback: the traceback's frames hold a view of the staging buffer
+        that failed, and a buffer with a view alive is never free again (the producer would wait for it forever)."""
+        exc.__traceback__ = exc.__context__ = exc.__cause__ = None
+        if self.error is None:
+            self.error = exc
 
     def _hash_loop(self) -> None:
         """The hash thread: each committed piece in order; full buffers go on to the I/O thread."""
@@ -135,8 +170,8 @@ class FileSink:
             if piece is not None and self.error is None:
                 try:
                     self.on_staged(piece)
-                except BaseException as exc:  # surfaced by close()
-                    self.error = exc
+                except BaseException as exc:  # surfaced to the producer
+                    self._record(exc)
             del piece, item
             if full is not None:
                 self._full.put(full)
@@ -149,8 +184,8 @@ class FileSink:
             if self.error is None:
                 try:
                     self._write(stage.view(0, n))
-                except BaseException as exc:  # surfaced by close()
-                    self.error = exc
+                except BaseException as exc:  # surfaced to the producer
+                    self._record(exc)
             self._free.put(stage)
 
     def _write(self, view: memoryview) -> None:

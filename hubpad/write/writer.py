@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hubpad.errors import HubpadError
 from hubpad.source.base import VerifiedReader
+from hubpad.util.disk import write_failed
 from hubpad.util.hash_queue import HashQueue
 from hubpad.write.sink import PIECE, FileSink
 
@@ -67,16 +68,23 @@ class ShardWriter:
         try:
             (self._sink or self._queue).close()
         except Exception as exc:
-            raise HubpadError(f"{self.path}: write failed: {exc}") from None
+            raise write_failed(self.path, exc) from None
         return self._hash.hexdigest()
 
     def abort(self) -> None:
+        """Stop, and remove the partial file: nothing half-written is left behind (a Hub run's --workdir too)."""
         (self._sink or self._queue).abort()
+        if self.path is not None:
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError:
+                pass  # a filesystem that refuses even that: the caller's cleanup (its scratch folder) is next
 
     def _check(self) -> None:
-        error = (self._sink or self._queue).error
-        if error is not None:
-            raise HubpadError(f"{self.path}: write failed: {error}")
+        if self._sink is not None:
+            self._sink.raise_error()
+        elif self._queue.error is not None:
+            raise HubpadError(f"hashing failed: {self._queue.error}")
 
     def _count(self, n: int) -> None:
         self.size += n

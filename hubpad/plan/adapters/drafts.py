@@ -197,7 +197,7 @@ def refused_draft(config: dict) -> str | None:
     for arch in archs:
         if arch in REFUSED_DRAFTS:
             return REFUSED_DRAFTS[arch]
-    if "DSparkDraftModel" in archs and config.get("model_type") != "qwen3":
-        return ("a DeepSeek-V4 DSpark draft reuses its target's config and weights (vLLM speculative.py): its stages "
-                "ship inside the target checkpoint, so pad the target, not a draft repo")
+    if ("DSparkDraftModel" in archs and config.get("model_type") != "qwen3") or "DSparkV41DraftModel" in archs:
+        return ("a DeepSeek-V4 / V4.1 DSpark draft reuses its target's config and weights (vLLM speculative.py): its "
+                "stages ship inside the target checkpoint (`mtp.*`), so pad the target, not a draft repo")
     return None

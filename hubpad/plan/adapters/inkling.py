@@ -1,6 +1,9 @@
 """Inkling (`inkling_mm_model`, InklingForConditionalGeneration: Thinking Machines' Inkling and Inkling-Small): the
 language model under `model.llm.` with its dims in `text_config`, vision and audio towers (`model.visual.*`,
-`model.audio.*`) and MTP depths (`model.mtp.*`) beside it, in the published names both engines read.
+`model.audio.*`) and MTP depths (`model.mtp.*`) beside it, in the published names both engines read. The text-only
+format vLLM serves as InklingForCausalLM (`inkling_model`, its InklingModelConfig) is the same language model and MTP
+depths under the same names with the dims at the top of config.json and no towers: the same adapter without
+text_config (INKLING_MODEL). transformers' own text-only model_type `inkling_text` is refused (INKLING_TEXT_REFUSAL).
 
 Each decoder layer is global ("hybrid") or sliding-window ("hybrid_sliding", `local_layer_ids`) attention with its own
 kv heads (Inkling: 8 global, 16 sliding) and the same query heads (64), then a dense MLP (the first dense_mlp_idx
@@ -165,12 +168,21 @@ class InklingAdapter(Adapter):
                        features=(f"arch:{arch}",) + (("spec:mtp", "spec:inkling_mtp") if spec else ()))
 
 
-INKLING = InklingAdapter(
-    name="inkling", model_types=("inkling_mm_model",), linear_patterns=[],
-    copy_modules=[r"^model\.llm\.(embed|embed_norm|norm|unembed)$", _TOWERS, r"^model\.mtp\.chain_norm$",
+INKLING_MODEL = InklingAdapter(
+    name="inkling_model", model_types=("inkling_model",), linear_patterns=[],
+    copy_modules=[r"^model\.llm\.(embed|embed_norm|norm|unembed)$", r"^model\.mtp\.chain_norm$",
                   r"^model\.mtp\.layers\.\d+\.(hidden_norm|embed_norm|input_proj)$"]
     + [p + t for p in (_LAYERS, _MTP) for t in _BLOCK_COPY],
-    copy_params=[_TOWERS + r".+$"] + [p + t for p in (_LAYERS, _MTP) for t in _BLOCK_PARAMS],
-    text_config="text_config", tied_keys={"swa_num_attention_heads": "num_attention_heads"},
-    layers=f"^(?:{_LAYERS[1:]}|{_MTP[1:]})",
+    copy_params=[p + t for p in (_LAYERS, _MTP) for t in _BLOCK_PARAMS],
+    tied_keys={"swa_num_attention_heads": "num_attention_heads"}, layers=f"^(?:{_LAYERS[1:]}|{_MTP[1:]})",
 )
+INKLING = dataclasses.replace(
+    INKLING_MODEL, name="inkling", model_types=("inkling_mm_model",), text_config="text_config",
+    copy_modules=[_TOWERS, *INKLING_MODEL.copy_modules], copy_params=[_TOWERS + r".+$", *INKLING_MODEL.copy_params])
+
+INKLING_TEXT_REFUSAL = (
+    "model_type inkling_text is transformers' text-only Inkling (InklingTextConfig), which vLLM 0.32 cannot build: its "
+    "InklingForCausalLM reads a text-only Inkling as model_type inkling_model (vLLM's InklingModelConfig; an "
+    "InklingTextConfig has no dense_mlp_idx or use_sconv), and transformers saves InklingForCausalLM under its own "
+    "tensor names (model.layers.N.self_attn.*), which vLLM's Inkling loader does not map; a checkpoint in the published "
+    "names (model.llm.*) is served as model_type inkling_model")
