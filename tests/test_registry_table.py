@@ -125,6 +125,28 @@ def test_statuses_agree_with_hubpad(status, verdict):
     assert not wrong, f"rows whose status ({status}) hubpad does not agree with: {wrong}"
 
 
+def test_todo_rows_are_not_yet_known_to_hubpad():
+    """A row left to another stream (`TODO(stream)`) turns stale the moment its family lands: then it must say what
+    hubpad does."""
+    stale = [(arch, t, _verdict(arch, t)) for arch, types, status in _large_rows() if status.startswith("TODO(")
+             for t in _names(types) if _verdict(arch, t) != "unknown"]
+    assert not stale, f"TODO rows whose model types hubpad now pads or refuses: {stale}"
+
+
+def test_the_counts_are_the_tables():
+    """The introduction's "Counted by architecture" sentence adds up the rows."""
+    counts = {s: 0 for s in STATUSES}
+    for _, _, status in _large_rows():
+        counts[next(s for s in STATUSES if status.startswith(s))] += 1
+    small = sum(len(_names(cells[0])) for cells in _section_rows(SMALL))
+    want = (f"Counted by architecture: {counts['padded']} padded, {counts['divides already']} divides already, "
+            f"{counts['refused']} refused, {counts['not yet supported']} not yet supported")
+    text = " ".join(TABLE.read_text().split())
+    assert want in text, f"docs/families.md should say: {want!r}"
+    todo = f", {counts['TODO(']} TODO (other streams)" if counts["TODO("] else ""
+    assert f"{want}{todo}; {small} under 20B." in text, f"docs/families.md should say: {want}{todo}; {small} under 20B."
+
+
 def test_the_table_names_the_version_and_the_readme_links_it():
     version = _snapshot()[0].split()[1]
     text = TABLE.read_text()
