@@ -145,6 +145,7 @@ def test_published_layouts_plan(tmp_path, name):
     ("molmo", "MolmoForCausalLM computes head_dim = hidden_size // heads"),
     ("iquestloopcoder", "IQuest-Coder-V1-40B-Loop's 40 heads / 8 kv heads"),
     ("opencua", "the language model OpenCUAForConditionalGeneration always builds"),
+    ("granitemoehybrid", "GraniteMoeHybridForCausalLM computes head_dim = hidden_size // heads"),
     ("llava_onevision", "shards its SigLIP vision tower by heads (16 heads of 72"),
     ("llava", "shards its CLIP or Pixtral vision tower by heads"),
     ("paligemma", "PaliGemmaForConditionalGeneration shards its SigLIP vision tower"),

@@ -9,7 +9,8 @@ source (vllm/model_executor/models/<file>.py, 0.32.0). docs/families.md's regist
   hidden_size // n_head; 115B: 64 heads), Molmo (molmo.py, in the language model and the vision transformer alike;
   72B: 64 heads / 8 kv), IQuest-Coder's Loop variant (iquest_loopcoder.py, its per-head loop gates too; 40B: 40 / 8),
   and OpenCUA (opencua.py builds its language model as vLLM's Qwen2ForCausalLM whatever config.json says, and
-  qwen2.py computes head_dim likewise; 32B: 40 / 8). Growing the heads would change head_dim; no --hf-overrides
+  qwen2.py computes head_dim likewise; 32B: 40 / 8), Granite 4.0-H (granitemoehybrid.py's attention layers; H-Small:
+  32 / 8; its one-group Mamba2 layers alone would pad by plan/mamba2.py's whole-group rule). Growing the heads would change head_dim; no --hf-overrides
   reaches a class that reads head_dim with these tensor names.
 - Jamba (jamba.py): its Mamba layers are mamba_expand x hidden_size channels wide (1.5-Large: 2 x 8192 = 16384,
   1.5-Mini: 8192), which vLLM's MambaMixer splits evenly over TP; neither divides by 3, and the config states the
@@ -43,6 +44,10 @@ REGISTRY_REFUSALS: dict[str, str] = {
     "opencua": _HEAD_DIM.format(name="OpenCUA", mt="opencua", cls="Qwen2ForCausalLM (the language model "
                                 "OpenCUAForConditionalGeneration always builds)", why=(
         "OpenCUA-32B's 40 heads / 8 kv heads serve as they are at TP 2, 4 and 8")),
+    "granitemoehybrid": _HEAD_DIM.format(name="Granite 4.0-H", mt="granitemoehybrid",
+                                         cls="GraniteMoeHybridForCausalLM", why=(
+        "its one-group Mamba2 layers alone could be padded (whole groups), its attention layers cannot. "
+        "Granite-4.0-H-Small's 32 heads / 8 kv heads serve as they are at TP 2, 4 and 8")),
     "jamba": (
         "Jamba (model_type 'jamba') cannot be padded: vLLM splits its Mamba layers' mamba_expand x hidden_size "
         "channels (16384 in Jamba-1.5-Large, 8192 in Mini) evenly over TP, neither divides by 3, and config.json "
