@@ -34,7 +34,7 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn, kda, mamba2, tower
+from hubpad.plan import gdn, kda, lossless, mamba2, tower
 from hubpad.plan.presharded import Chunks, presharded_op
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
@@ -130,6 +130,9 @@ class Survey:
     aligns: Aligns
     group_align: dict[str, tuple[int, int]]
     linear_align: int = 1  # what each rank's rows of a GDN section must be a multiple of (gdn.row_align)
+    # the storage layouts of the layers each part pads ("heads", an intermediate group, "linear"): what the card
+    # says of the padded formats (plan/lossless.py)
+    layouts: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def survey(source: Source) -> Survey:
@@ -152,7 +155,23 @@ def survey(source: Source) -> Survey:
         raise ConfigError(f"config.json: {inputs.adapter.name} has a {shape.tower.spec.node} but no shard holds a tensor "
                           f"of its vision tower")
     linear_align = gdn.row_align({n: (modules.plain[n], k) for n, k in modules.linear.items()}, inputs.quant)
-    return Survey(source, inputs, shape, modules, aligns, group_align, linear_align)
+    return Survey(source, inputs, shape, modules, aligns, group_align, linear_align, _layouts_by_part(distinct, modules))
+
+
+def _layouts_by_part(distinct: list[tuple[str, Role, LinearLayout]], m: _Modules) -> dict[str, frozenset[str]]:
+    """The storage layouts of the layers each part of the model pads: "heads" (attention, fused pre-sharded qkv, other
+    tensors of whole heads), an intermediate group (its rows/cols layers, fused experts: dense floats only) and
+    "linear" (GDN / KDA / Mamba2 tensors: dense floats, FP8 with block scales or, Mamba2's, one scale per tensor)."""
+    out: dict[str, set[str]] = {}
+    for _, role, lay in distinct:
+        out.setdefault("heads" if role.kind in ("q", "kv", "o") else str(role.group), set()).add(lay.name)
+    for part, names in (("heads", m.presharded), ("heads", m.head_rows), ("linear", m.linear), ("expert", m.fused)):
+        for name in names:
+            t = m.plain[name]
+            block = f"{name.rpartition('.')[0]}.weight_scale_inv" in m.plain
+            out.setdefault(part, set()).add("dense" if not t.dtype.startswith("F8") else
+                                            "fp8-block" if block else "fp8-tensor")
+    return {part: frozenset(names) for part, names in out.items()}
 
 
 def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
@@ -198,7 +217,23 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter, s.linear_align),
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
+        lossless=_lossless(s, h2, kv2, new_inter, linear2, tower2),
     )
+
+
+def _lossless(s: Survey, h2: int, kv2: int, new_inter: dict[str, int], linear2: gdn.Geometry | None,
+              tower2: tower.Geometry | None) -> dict:
+    """Why the outputs do not change at this TP (plan/lossless.py): the mechanisms of what grew, the formats it is in."""
+    shape, m = s.shape, s.modules
+    grown = {g for g, (_, size) in shape.inter.items() if new_inter[g] != size}
+    linear = linear2 is not None and linear2 != shape.linear
+    parts = grown | ({"heads"} if (h2, kv2) != (shape.heads, shape.kv) else set()) | ({"linear"} if linear else set())
+    found = {key for key, tensors in (("heads.sinks", m.head_vectors), ("heads.presharded", m.presharded),
+                                      ("heads.head_rows", m.head_rows), ("norm.rescale", m.layer_norms)) if tensors}
+    return lossless.record(s.inputs.adapter, shape.geometry, heads=h2 != shape.heads, kv=kv2 != shape.kv,
+                           mlp=bool(grown), linear=linear, found=found,
+                           tower=tower2 is not None and tower2 != shape.tower,
+                           layouts=set().union(*(s.layouts.get(part, ()) for part in parts)))
 
 
 def _vocab(inputs: _Inputs, tp: int) -> dict:

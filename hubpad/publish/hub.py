@@ -117,18 +117,21 @@ class HubPublisher(Publisher):
 
     # ------------------------------------------------------------------------------------------ setup
 
-    def prepare(self, plan: Plan) -> dict | None:
+    def inspect(self, plan: Plan) -> dict | None:
         from huggingface_hub import errors as e
 
         self.plan = plan
         if plan.source.kind == "hub" and plan.source.label.casefold() == self.repo_id.casefold():
             raise HubpadError(f"target {self.repo_id}: destination is the source; choose another --to "
                               f"(default: <your user>/<name>-TP<N>)")
-        self._budget = self._scratch_budget(plan)
+        biggest = max(s.size for s in plan.shards)
+        if self.max_disk is not None and biggest > self.max_disk:
+            raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
+                              f"({human(biggest)}); lower --shard-size or raise --max-disk")
         try:
             info = self.api.model_info(self.repo_id, revision=self.branch)
         except e.RepositoryNotFoundError:
-            info = None
+            info = None  # `prepare` creates it
         except e.RevisionNotFoundError:
             raise HubpadError(f"target {self.repo_id}: branch {self.branch!r} does not exist") from None
         except Exception:
@@ -137,13 +140,8 @@ class HubPublisher(Publisher):
                     raise
             except NetworkError as exc:  # --to may have meant a local directory that does not exist yet
                 raise NetworkError(f"{exc}; {both_readings(self.repo_id)}") from None
-        if info is None:
-            with hub_errors(f"target {self.repo_id}: create"):
-                self.api.create_repo(self.repo_id, private=self.private, exist_ok=True)
-                info = self.api.model_info(self.repo_id, revision=self.branch)
-            log(f"created {'private' if self.private else 'public'} repo {self.repo_id}")
-        self.base_commit = info.sha
-        self.existing_files = {s.rfilename for s in info.siblings or []}
+        self.base_commit = info.sha if info is not None else None
+        self.existing_files = {s.rfilename for s in info.siblings or []} if info is not None else set()
         if MANIFEST in self.existing_files:
             self.existing = read_existing_manifest(self._download(MANIFEST, self.base_commit), f"target {self.repo_id}",
                                                    self.force)
@@ -152,6 +150,17 @@ class HubPublisher(Publisher):
                               f"(use --force to publish into it anyway; hubpad never deletes files it did not create)")
         if self.existing is not None:
             check_replace(self.existing, plan, f"target {self.repo_id}", self.force)
+        return self.existing
+
+    def prepare(self, plan: Plan) -> dict | None:
+        """`inspect`, the scratch budget (before anything is created), the repo if it is new, the workdir."""
+        self.inspect(plan)
+        self._budget = self._scratch_budget(plan)
+        if self.base_commit is None:
+            with hub_errors(f"target {self.repo_id}: create"):
+                self.api.create_repo(self.repo_id, private=self.private, exist_ok=True)
+                self.base_commit = self.api.model_info(self.repo_id, revision=self.branch).sha
+            log(f"created {'private' if self.private else 'public'} repo {self.repo_id}")
         self._make_workdir()
         log(f"scratch disk: {self._budget_note} under {self.workdir}")
         self._load_staging()
@@ -169,10 +178,7 @@ class HubPublisher(Publisher):
         filesystem has free; without it two shards when free with a tenth to spare, else one. Less than one shard
         free fails now, not at the first shard's end."""
         have = self.room(plan)
-        biggest = have.least
-        if self.max_disk is not None and biggest > self.max_disk:
-            raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
-                              f"({human(biggest)}); lower --shard-size or raise --max-disk")
+        biggest = have.least  # `inspect` refused a --max-disk below it
         if not have.enough:
             raise HubpadError(f"{self.workdir}: not enough disk for scratch shards: {have.line()} (the largest output "
                               f"shard is {human(biggest)}); point --workdir elsewhere or lower --shard-size")
@@ -531,11 +537,12 @@ class HubPublisher(Publisher):
             tags = {t.name for t in self.api.list_repo_refs(self.repo_id).tags}
         return tag if tag in tags else self._published_head()
 
-    def update_files(self, files: dict[str, str], message: str) -> dict:
+    def update_files(self, files: dict[str, str], message: str, removed: list[str] = ()) -> dict:
         """One commit guarded by parent_commit: a concurrent change makes it fail with nothing committed."""
-        from huggingface_hub import CommitOperationAdd
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=t.encode()) for p, t in sorted(files.items())]
+        ops += [CommitOperationDelete(path_in_repo=p) for p in sorted(removed)]
         try:
             # An upload failure (vllm_patch/*.pth go through Xet/LFS) is one line too; nothing is committed.
             with hub_errors(f"target {self.repo_id}: commit"):

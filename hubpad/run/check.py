@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hubpad.errors import HubpadError, NetworkError
-from hubpad.formats.manifest import is_fresh, parse_manifest, recorded_upstream
-from hubpad.formats.mirrors_file import load_mirrors
+from hubpad.formats.manifest import parse_manifest, recorded_upstream, staleness
+from hubpad.formats.mirrors_file import DEFAULT_TP, load_mirrors
 from hubpad.formats.names import MANIFEST
 from hubpad.source.hub_api import api_for, hub_errors, read_repo_file, whoami_name
 from hubpad.source.local import local_digest
@@ -31,8 +31,10 @@ def _recorded(target: str) -> dict | None:
     return parse_manifest(data, target) if data else None
 
 
-def check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
-    """Status of one mirror: "missing", "up-to-date" or "stale", with the shas compared."""
+def check_one(src: str, dst: str | None, tp: int | None, revision: str | None) -> dict:
+    """Status of one mirror: "missing", "up-to-date" or "stale" (with the reason), with the shas compared.
+
+    `tp` None: the TP the target's hubpad.json records (DEFAULT_TP for a target that has none, or to derive one)."""
     try:
         return _check_one(src, dst, tp, revision)
     except NetworkError as exc:  # a Hub reading that may have meant a local folder: say both
@@ -41,22 +43,23 @@ def check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
             from None
 
 
-def _check_one(src: str, dst: str | None, tp: int, revision: str | None) -> dict:
+def _check_one(src: str, dst: str | None, tp: int | None, revision: str | None) -> dict:
 
     if dst is None:
         if is_local(src):
             raise HubpadError("--to is required when SRC is a local directory")
 
-        dst = derive_target(src, tp, whoami_name(api_for()))
+        dst = derive_target(src, tp or DEFAULT_TP, whoami_name(api_for()))
     upstream_sha = _upstream_sha(src, revision)
     manifest = _recorded(dst)
     recorded = recorded_upstream(manifest) if manifest else None
-    if manifest is None:
-        status = "missing"
-    else:
-        status = "up-to-date" if is_fresh(manifest, tp, upstream_sha) else "stale"
+    if tp is None:  # the TP the target was built for: a folder of TP 6 is checked at TP 6, not at a default
+        tp = manifest.get("tp") if manifest and isinstance(manifest.get("tp"), int) else DEFAULT_TP
+    reason = staleness(manifest, tp, upstream_sha) if manifest is not None else None
+    status = "missing" if manifest is None else "stale" if reason else "up-to-date"
     return {"upstream": src, "target": dst, "tp": tp, "revision": revision, "status": status,
-            "changed": status != "up-to-date", "upstream_sha": upstream_sha, "recorded_sha": recorded}
+            "changed": status != "up-to-date", "reason": reason, "upstream_sha": upstream_sha,
+            "recorded_sha": recorded}
 
 
 def check_many(config_file: str, only_upstream: str | None = None, target: str | None = None) -> dict:

@@ -119,7 +119,7 @@ def hub_errors(what: str):
             message = f"{what}: Hub error {first}" if first.startswith(str(status)) else \
                 f"{what}: Hub error {status or ''} {first}".replace("  ", " ")
         raise (ConflictError if status in CONFLICT_STATUS else HubError)(redact(message), status) from None
-    except (httpx.TransportError, httpx.StreamError) as exc:
+    except (httpx.TransportError, httpx.StreamError, e.OfflineModeIsEnabled) as exc:
         raise NetworkError(redact(f"{what}: {unreachable(exc)}")) from None
     except (ValueError, OSError, RuntimeError) as exc:
         message = copy_without_xet_hash(exc) or xet_failure(exc)
@@ -129,7 +129,12 @@ def hub_errors(what: str):
 
 
 def unreachable(exc: BaseException) -> str:
-    """A transport failure (httpx) as what could not be reached and why: "could not reach https://host (...)"."""
+    """A transport failure (httpx), or huggingface_hub's offline mode, as what could not be reached and why:
+    "could not reach https://host (...)"."""
+    from huggingface_hub import errors as e
+
+    if isinstance(exc, e.OfflineModeIsEnabled):
+        return f"could not reach {endpoint()}: offline mode is enabled (HF_HUB_OFFLINE is set; unset it to use the Hub)"
     request = getattr(exc, "_request", None)  # httpx sets it when the error belongs to a request
     if request is not None:
         port = f":{request.url.port}" if request.url.port else ""

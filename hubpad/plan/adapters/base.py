@@ -222,6 +222,11 @@ class Adapter:
     # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
     # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
     tied_keys: dict[str, str] = field(default_factory=dict)
+    # Why this family's padding is exact, where the declaration above does not show it: keys of plan/lossless.py
+    # MECHANISMS, each one sentence of the card's "Why the outputs do not change" (e.g. "heads.indexer": an indexer
+    # the heads never feed, copied). The rest is read off the fields above (lossless.declared); a mechanism none of
+    # them states needs a MECHANISMS entry and its key here (docs/design.md, "Why the outputs do not change").
+    lossless: tuple[str, ...] = ()
     # config key counting the shared experts that vLLM and transformers build as ONE MLP of that many routed experts'
     # width (moe_intermediate_size x n: ERNIE-4.5, EXAONE MoE, Trinity, Ling, Cohere2-MoE): the "shared" group has no
     # key of its own, its size follows the routed experts' padded width (`tied_intermediate`), zeros at its end.

@@ -137,5 +137,5 @@ DEEPSEEK_V4 = DeepseekV4Adapter(
     linear_patterns=_LINEAR, copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
     head_vectors=[V4L + r"attn\.attn_sink$"],
     intermediate_keys={"expert": ("moe_intermediate_size",)},
-    layers=V4L,
+    layers=V4L, lossless=("heads.indexer",),  # the compressor and the indexer: copied, replicated
 )

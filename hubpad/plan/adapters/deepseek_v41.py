@@ -71,4 +71,5 @@ DEEPSEEK_V41 = DeepseekV41Adapter(
     linear_patterns=list(_LINEAR), copy_modules=_COPY_MODULES + _V41_COPY_MODULES,
     copy_params=_COPY_PARAMS + _V41_COPY_PARAMS, head_vectors=[V4L + r"attn\.attn_sink$"],
     intermediate_keys={"expert": ("moe_intermediate_size",)}, layers=V4L,
+    lossless=("heads.indexer",),  # as V4: the compressor and the indexer copied, replicated
 )

@@ -80,6 +80,7 @@ def _qwen4_exp(name: str, cls: type, lm: str | None):
                         FusedExperts(axis=-1, parts=1))],
         linear_attention=[(layers + tail, kind) for tail, kind in _GDN_QWEN35 + _GDN_BOTH],
         text_config="text_config" if lm else None, mtp_fc_shards_hidden=True, tp_at_most_experts=True,
+        lossless=("heads.indexer",),  # the QSA token indexer: copied, replicated
     )
 
 
