@@ -43,6 +43,9 @@ class Family:
     seed: int = 0  # another where seed 0 leaves a greedy step near a tie (serving.MIN_MARGIN)
     drop_keys: tuple[str, ...] = ()  # keys transformers saves that published configs state another way
     dtype: torch.dtype = torch.bfloat16  # what the checkpoint is saved in
+    # multiplies the embedding after randomize(): a tied embedding that the model scales by sqrt(hidden) (Gemma 2)
+    # otherwise outweighs every layer, and the greedy output repeats the prompt's last token
+    embed_scale: float = 1.0
 
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
@@ -140,6 +143,24 @@ FAMILIES: dict[str, Family] = {
                           | dict(n_shared_experts=2, topk_method="group_limited_greedy", scoring_func="softmax",
                                  norm_topk_prob=False, routed_scaling_factor=2.0), engine=_CPU_MLA,
                           reference_tp=_SAME_HEADS_PER_RANK, seed=1),  # seed 0: a step 9.2e-3 from a tie
+    # The registry families of tests/test_registry_families.py (issue 33). Gemma 2: like Gemma 3's hidden 192 = 6 x 32,
+    # attention and final logits soft-capped, the embedding tied as published (vLLM's Gemma2ForCausalLM has no lm_head).
+    # Phi-3.5-MoE: Mixtral's experts with q/k/v/o and lm_head biases; config.json names the class as published,
+    # PhiMoEForCausalLM (transformers saves PhimoeForCausalLM, which vLLM would hand to its Transformers backend).
+    # Apertus: an ungated xIELU MLP and per-head q/k norms; Nemotron: an ungated relu^2 MLP, partial RoPE; GLM-4-0414.
+    "gemma2": Family("gemma2", dict(hidden_size=192, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                                    intermediate_size=256, query_pre_attn_scalar=32, sliding_window=16,
+                                    attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                                    tie_word_embeddings=True), embed_scale=0.1),
+    "phimoe": Family("phimoe", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+                                    attention_bias=True, lm_head_bias=True, router_jitter_noise=0.0,
+                                    input_jitter_noise=0.0),
+                     published_keys={"architectures": ["PhiMoEForCausalLM"]}),
+    "apertus": Family("apertus", dict(GQA, intermediate_size=256)),
+    "nemotron": Family("nemotron", dict(GQA, intermediate_size=256, partial_rotary_factor=0.5)),
+    # GLM-4-0414: its fused gate_up_proj is copied whole, so 768 (whole 128 tiles per rank at TP 3 and 6)
+    "glm4": Family("glm4", dict(GQA, intermediate_size=768, attention_bias=True, partial_rotary_factor=0.5,
+                                pad_token_id=0)),
 }
 
 # The GQA families with config quirks (issue 33; adapters ernie.py, exaone.py, cohere.py, afmoe.py, laguna.py): 4 heads
@@ -190,6 +211,9 @@ def build(family: str, path: Path, seed: int | None = None) -> Path:
     cfg = transformers.CONFIG_MAPPING[f.model_type](**dict(COMMON, **f.config))
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
     randomize(model)
+    if f.embed_scale != 1.0:
+        with torch.no_grad():
+            model.get_input_embeddings().weight.mul_(f.embed_scale)
     model.to(f.dtype).save_pretrained(path)
     add_tokenizer(path)
     if f.mtp:

