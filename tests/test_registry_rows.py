@@ -20,8 +20,8 @@ from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
-                   minimax_real, mimo_real, mla_real, nemotron_h_real, qwen35_real, real_models, registry_real,
-                   step3p7_real, vlm_real)
+                   minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, qwen35_real, real_models,
+                   registry_real, step3p7_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -50,12 +50,16 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "ApertusForCausalLM": [(None, _registry("swiss-ai/Apertus-70B-Instruct-2509"))],
     "CohereForCausalLM": [("R+", _gqa("CohereLabs/c4ai-command-r-plus")), ("R", _gqa("CohereLabs/c4ai-command-r-v01"))],
     "Cohere2ForCausalLM": [(None, _gqa("CohereLabs/c4ai-command-a-03-2025"))],
+    "DeepseekV2ForCausalLM": [("V2.5", _with(mla_line_real.DEEPSEEK_V2_CONFIG, mla_line_real.mla_tensors)),
+                              ("Lite", _with(mla_line_real.DEEPSEEK_V2_LITE_CONFIG, mla_line_real.mla_tensors))],
     "DeepseekV3ForCausalLM": [("DeepSeek-V3", _with(mla_real.DEEPSEEK_V3_CONFIG, mla_real.mla_tensors)),
                               ("Kimi-K2", _with(mla_real.KIMI_K2_CONFIG, mla_real.mla_tensors))],
     "DeepseekV32ForCausalLM": [(None, _with(dsa_real.DEEPSEEK_V32_CONFIG, dsa_real.dsa_tensors))],
     "DeepseekV4ForCausalLM": [("Flash", _with(dsv4_real.FLASH_CONFIG, dsv4_real.v4_tensors)),
                               ("Pro", _with(dsv4_real.PRO_CONFIG, dsv4_real.v4_tensors))],
     "DeepseekV41ForCausalLM": [(None, _with(dsv41_real.FLASH, dsv41_real.v41_tensors))],
+    "Dots3NoteForCausalLM": [("BF16", _with(mla_line_real.DOTS3_NOTE_CONFIG, mla_line_real.dots3_note_tensors)),
+                             ("FP8", _with(mla_line_real.DOTS3_NOTE_FP8_CONFIG, mla_line_real.dots3_note_tensors))],
     "Ernie4_5_MoeForCausalLM": [(None, _gqa("baidu/ERNIE-4.5-300B-A47B-PT"))],
     "Exaone4ForCausalLM": [(None, _gqa("LGAI-EXAONE/EXAONE-4.0-32B"))],
     "ExaoneMoeForCausalLM": [(None, _gqa("LGAI-EXAONE/K-EXAONE-236B-A23B"))],
@@ -64,6 +68,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "Gemma4ForConditionalGeneration": [("31B", _with(gemma4_real.GEMMA4_31B, gemma4_real.tensors)),
                                        ("26B", _with(gemma4_real.GEMMA4_26B_A4B, gemma4_real.tensors))],
     "Glm4ForCausalLM": [(None, _registry("zai-org/GLM-4-32B-0414"))],
+    "Glm4MoeLiteForCausalLM": [(None, _with(mla_line_real.GLM4_7_FLASH_CONFIG, mla_line_real.mla_tensors))],
     "Glm4MoeForCausalLM": [("GLM-4.5", _with(glm_real.GLM45_CONFIG, glm_real.glm_tensors)),
                            ("Air", _with(glm_real.GLM45_AIR_CONFIG, glm_real.glm_tensors))],
     "Glm4vMoeForConditionalGeneration": [(None, _with(vlm_real.GLM45V_CONFIG, vlm_real.glm45v_tensors))],
@@ -73,6 +78,9 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "HYV3ForCausalLM": [(None, _with(HY3_CONFIG, lambda c: tiny_hy3_tensors(c, "bf16")))],
     "HYV4ForCausalLM": [(None, _with(dsa_real.HY4_CONFIG, dsa_real.hy4_tensors))],
     "InklingForConditionalGeneration": [("Inkling", _with(inkling_real.INKLING, inkling_real.tensors))],
+    "K2HorizonForCausalLM": [("375B", _with(mla_line_real.K2_HORIZON_375B_CONFIG, mla_line_real.k2_horizon_tensors)),
+                             ("MoVA", _with(mla_line_real.K2_HORIZON_MOVA_36B_CONFIG,
+                                            mla_line_real.k2_horizon_tensors))],
     "KimiK25ForConditionalGeneration": [(None, _with(vlm_real.KIMI_K25_CONFIG, vlm_real.kimi_k25_tensors))],
     "KimiK3ForConditionalGeneration": [(None, _with(linear_real.KIMI_K3_CONFIG, linear_real.kimi_k3_tensors))],
     "KimiLinearForCausalLM": [(None, _with(linear_real.KIMI_LINEAR_48B_CONFIG, linear_real.kimi_tensors))],
