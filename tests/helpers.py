@@ -69,10 +69,11 @@ def cli_subprocess(*args: str, env: dict | None = None, timeout: float = 300) ->
 
 
 def tool_missing(reason: str) -> None:
-    """Skip a test whose outside tool is not here, naming it (every CI run lists skips: -rs); on GitHub Actions,
-    where each of these tools is installed or installable, fail instead, so a missing tool never reads as a pass."""
+    """Skip a test (or, called at import, its whole module) whose outside tool is not here, naming it (every CI run
+    lists skips: -rs); on GitHub Actions, where each of these tools is installed or installable, fail instead, so a
+    missing tool never reads as a pass."""
     import pytest
 
     if os.environ.get("GITHUB_ACTIONS") == "true":
         pytest.fail(f"{reason}; GitHub's runners have it, so this run fails rather than skip", pytrace=False)
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
