@@ -62,6 +62,18 @@ class Page:
                                     timeout=60_000)  # the page's load event has said who is here
         return self
 
+    def reload(self) -> "Page":
+        """The user reloads the page. While its server was gone Chromium may have detached the tab (Playwright:
+        "Not attached to an active page", seen once in CI); then the same browser opens the Space in a new tab, which
+        the server sees the same way (same cookies, a fresh page load)."""
+        from playwright.sync_api import Error
+
+        try:
+            return self.open()
+        except Error:
+            self.page = self.page.context.new_page()
+            return self.open()
+
     def sign_in(self) -> None:
         """Gradio's mocked sign-in (the machine's own Hub login: alice), then the page as it loads again."""
         self.page.get_by_role("button", name="Sign in with Hugging Face").click()

@@ -296,7 +296,7 @@ def test_the_space_restarting_mid_run_says_so_and_pad_resumes(world, browser_too
             time.sleep(0.05)
         own.kill()  # the Space restarts: its process and everything in it are gone
         own.start()
-        page.page.reload()
+        page.reload()
         said = page.wait_run("stopped before it finished", timeout=60)
         assert re.search(r"most likely because the Space restarted\. \d+ finished shard\(s\) are safe on the Hub: "
                          r"press Pad to resume", said), said
