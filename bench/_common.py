@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -221,6 +222,37 @@ def cached_checkpoint(path: Path, config: dict, n_shards: int, seed: int = 0, la
     return path
 
 
+def bf16_checkpoint(path: Path, gb: float) -> Path:
+    """A BF16 Llama-shaped checkpoint of about `gb` GB (layers added until it is), written once and reused."""
+    h, heads, kv, hd, inter, vocab = 2048, 16, 8, 128, 5632, 32000
+    per_layer = 2 * (2 * h * heads * hd + 2 * h * kv * hd + 3 * h * inter + 2 * h)
+    layers = max(1, round((gb * 1e9 - 2 * 2 * vocab * h) / per_layer))
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": h, "num_attention_heads": heads,
+           "num_key_value_heads": kv, "head_dim": hd, "intermediate_size": inter, "num_hidden_layers": layers,
+           "vocab_size": vocab, "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    tensors = [("model.embed_tokens.weight", "BF16", (vocab, h))]
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        tensors += [(f"{p}.input_layernorm.weight", "BF16", (h,)),
+                    (f"{p}.self_attn.q_proj.weight", "BF16", (heads * hd, h)),
+                    (f"{p}.self_attn.k_proj.weight", "BF16", (kv * hd, h)),
+                    (f"{p}.self_attn.v_proj.weight", "BF16", (kv * hd, h)),
+                    (f"{p}.self_attn.o_proj.weight", "BF16", (h, heads * hd)),
+                    (f"{p}.post_attention_layernorm.weight", "BF16", (h,)),
+                    (f"{p}.mlp.gate_proj.weight", "BF16", (inter, h)), (f"{p}.mlp.up_proj.weight", "BF16", (inter, h)),
+                    (f"{p}.mlp.down_proj.weight", "BF16", (h, inter))]
+    tensors += [("model.norm.weight", "BF16", (h,)), ("lm_head.weight", "BF16", (vocab, h))]
+    stamp = json.dumps({"bf16": cfg, "v": 1}, sort_keys=True)
+    marker = path.parent / f".{path.name}.stamp"
+    if path.is_dir() and marker.is_file() and marker.read_text() == stamp:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    write_checkpoint(path, cfg, tensors, 2, extra_files={"README.md": "---\nlicense: apache-2.0\n---\n"})
+    os.sync()
+    marker.write_text(stamp)
+    return path
+
+
 def shard_files(path: Path) -> list[Path]:
     return sorted(path.glob("*.safetensors"))
 
@@ -263,7 +295,9 @@ class Run:
             cmd = [TIME, "-q", "-f", "%M", "-o", rss_file, *cmd]
         t0 = time.perf_counter()
         out = subprocess.PIPE if quiet else None
-        proc = subprocess.Popen(cmd, env=full, cwd=cwd or ROOT, stdout=out, stderr=out)
+        # with a timeout, its own process group: a kill must reach the command under `time` too (it holds the pipes)
+        proc = subprocess.Popen(cmd, env=full, cwd=cwd or ROOT, stdout=out, stderr=out,
+                                start_new_session=timeout is not None)
         self.proc = proc
         if quiet:
             import threading
@@ -279,7 +313,7 @@ class Run:
             if pid:
                 break
             if deadline is not None and time.perf_counter() > deadline:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
             time.sleep(0.005)
         self.seconds = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)

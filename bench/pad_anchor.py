@@ -31,6 +31,7 @@ import time
 from _common import (
     Run,
     bench_dir,
+    bf16_checkpoint,
     cached_checkpoint,
     clean_up,
     finish,
@@ -41,41 +42,6 @@ from _common import (
     table,
     warm,
 )
-
-
-def bf16_checkpoint(path, gb: float):
-    """A BF16 Llama-shaped checkpoint of about `gb` GB (layers added until it is), written once and reused."""
-    import json
-
-    from _common import write_checkpoint
-
-    h, heads, kv, hd, inter, vocab = 2048, 16, 8, 128, 5632, 32000
-    per_layer = 2 * (2 * h * heads * hd + 2 * h * kv * hd + 3 * h * inter + 2 * h)
-    layers = max(1, round((gb * 1e9 - 2 * 2 * vocab * h) / per_layer))
-    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": h, "num_attention_heads": heads,
-           "num_key_value_heads": kv, "head_dim": hd, "intermediate_size": inter, "num_hidden_layers": layers,
-           "vocab_size": vocab, "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
-    tensors = [("model.embed_tokens.weight", "BF16", (vocab, h))]
-    for i in range(layers):
-        p = f"model.layers.{i}"
-        tensors += [(f"{p}.input_layernorm.weight", "BF16", (h,)),
-                    (f"{p}.self_attn.q_proj.weight", "BF16", (heads * hd, h)),
-                    (f"{p}.self_attn.k_proj.weight", "BF16", (kv * hd, h)),
-                    (f"{p}.self_attn.v_proj.weight", "BF16", (kv * hd, h)),
-                    (f"{p}.self_attn.o_proj.weight", "BF16", (h, heads * hd)),
-                    (f"{p}.post_attention_layernorm.weight", "BF16", (h,)),
-                    (f"{p}.mlp.gate_proj.weight", "BF16", (inter, h)), (f"{p}.mlp.up_proj.weight", "BF16", (inter, h)),
-                    (f"{p}.mlp.down_proj.weight", "BF16", (h, inter))]
-    tensors += [("model.norm.weight", "BF16", (h,)), ("lm_head.weight", "BF16", (vocab, h))]
-    stamp = json.dumps({"bf16": cfg, "v": 1}, sort_keys=True)
-    marker = path.parent / f".{path.name}.stamp"
-    if path.is_dir() and marker.is_file() and marker.read_text() == stamp:
-        return path
-    shutil.rmtree(path, ignore_errors=True)
-    write_checkpoint(path, cfg, tensors, 2, extra_files={"README.md": "---\nlicense: apache-2.0\n---\n"})
-    os.sync()
-    marker.write_text(stamp)
-    return path
 
 
 def timed_shell(script: str) -> Run:
