@@ -32,3 +32,16 @@ class NetworkError(HubError):
 
 class ConflictError(HubError):
     """Someone else changed the target while this run worked (409/412): nothing of this run was published."""
+
+
+class GatedError(HubError):
+    """A gated repo whose terms the token's account has not accepted (or was not granted): the Hub refuses its files."""
+
+
+class TargetTakenError(HubpadError):
+    """The target holds what this run would replace, which only --force allows: files hubpad did not create, or a
+    derivative of another upstream or TP. `holds` says what, in a few words ("files hubpad did not create")."""
+
+    def __init__(self, message: str, holds: str) -> None:
+        super().__init__(message)
+        self.holds = holds

@@ -26,6 +26,15 @@ def folder_tensors(path: Path) -> dict:
     return {k: v for f in sorted(Path(path).glob("*.safetensors")) for k, v in load_file(f).items()}
 
 
+def assert_same_logits(before, after, label: str, rel: float = 1e-12) -> float:
+    """float64 logits of an original and its derivative equal to `rel` of the largest logit; prints and returns the
+    max |Δ| (0.0, or the last bit of a float64 product whose width padding changed)."""
+    delta = (before - after).abs().max().item()
+    print(f"{label}: max |Δ| = {delta}")
+    assert delta <= rel * before.abs().max().item(), f"{label}: max |Δ| = {delta}"
+    return delta
+
+
 def mirror_and_verify(src, dst, tp, *extra: str):
     """`hubpad mirror SRC --tp N --to DST` then `hubpad verify SRC DST`, each required to pass; the verify result."""
     result = cli("mirror", src, "--tp", tp, "--to", dst, *extra)
@@ -33,6 +42,22 @@ def mirror_and_verify(src, dst, tp, *extra: str):
     report = cli("verify", src, dst)
     assert report.exit_code == 0, report.output
     return report
+
+
+def header_only_layouts(root: Path, models: dict):
+    """A getter: model name -> the header-only copy of its published layout (models: name -> (config.json values,
+    the function listing its tensors)), written under `root` in four shards on first use."""
+    from hubpad.testing import write_checkpoint
+
+    made: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in made:
+            config, tensors = models[name]
+            made[name] = write_checkpoint(root / name.replace("/", "__").replace(" ", "_"), config, tensors(config),
+                                          n_shards=4, header_only=True)
+        return made[name]
+    return get
 
 
 def cli_subprocess(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -44,10 +69,11 @@ def cli_subprocess(*args: str, env: dict | None = None, timeout: float = 300) ->
 
 
 def tool_missing(reason: str) -> None:
-    """Skip a test whose outside tool is not here, naming it (every CI run lists skips: -rs); on GitHub Actions,
-    where each of these tools is installed or installable, fail instead, so a missing tool never reads as a pass."""
+    """Skip a test (or, called at import, its whole module) whose outside tool is not here, naming it (every CI run
+    lists skips: -rs); on GitHub Actions, where each of these tools is installed or installable, fail instead, so a
+    missing tool never reads as a pass."""
     import pytest
 
     if os.environ.get("GITHUB_ACTIONS") == "true":
         pytest.fail(f"{reason}; GitHub's runners have it, so this run fails rather than skip", pytrace=False)
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)

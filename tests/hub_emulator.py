@@ -359,6 +359,9 @@ class Repo:
     commits: dict[str, Commit] = dataclasses.field(default_factory=dict)
     lfs_oids: set[str] = dataclasses.field(default_factory=set)  # LFS objects this repo may reference
     region: str = "us"  # storage region: server-side copies (lfs-files/duplicate) only work within one region
+    gated: str | bool = False  # False, "auto" or "manual": files are served only to users in `granted`
+    downloads: int = 0  # what search results are sorted by
+    granted: set[str] = dataclasses.field(default_factory=set)  # users whose access request was accepted
 
     @property
     def namespace(self) -> str:
@@ -422,6 +425,10 @@ class RepoStore:
     def get(self, repo_type: str, repo_id: str) -> Repo | None:
         with self.lock:
             return self.repos.get((repo_type, repo_id))
+
+    def all(self, repo_type: str) -> list[Repo]:
+        with self.lock:
+            return [r for (t, _), r in self.repos.items() if t == repo_type]
 
     def require(self, repo_type: str, repo_id: str) -> Repo:
         repo = self.get(repo_type, repo_id)
@@ -1238,6 +1245,20 @@ class ApiHandler(_BaseHandler):
                                 f"(token role: {user.role})")
         return repo, user
 
+    def check_gate(self, repo: Repo) -> None:
+        """A gated repo's files go only to users granted access (its own namespace's members too), as on the Hub:
+        401 to the anonymous, 403 to anyone else, both X-Error-Code GatedRepo (its info stays public)."""
+        if not repo.gated:
+            return
+        user = self.user()
+        kind = repo.repo_type
+        if user is None:
+            raise HubError(401, f"Access to {kind} {repo.repo_id} is restricted. You must have access to it and be "
+                                f"authenticated to access it. Please log in.", code="GatedRepo")
+        if user.name not in repo.granted and not user.can_read_private(repo.namespace):
+            raise HubError(403, f"Access to {kind} {repo.repo_id} is restricted and you are not in the authorized "
+                                f"list. Visit {self._repo_url(kind, repo.repo_id)} to ask for access.", code="GatedRepo")
+
     def ep(self) -> str:
         return self.emu.endpoint
 
@@ -1291,6 +1312,9 @@ class ApiHandler(_BaseHandler):
         if segs == ["repos", "delete"] and m == "DELETE":
             self.entry.kind = "delete-repo"
             return self.delete_repo()
+        if segs == ["models"] and m == "GET":
+            self.entry.kind = "search"
+            return self.search_models()
         if segs == ["validate-yaml"] and m == "POST":
             self.entry.kind = "validate-yaml"
             return self.validate_yaml()
@@ -1439,6 +1463,28 @@ class ApiHandler(_BaseHandler):
             info = {k: v for k, v in info.items() if k in ("_id", "id") or k in expand}
         self.send_json(info)
 
+    def search_models(self) -> None:
+        """``GET /api/models?search=&author=&sort=&limit=``: the model repos the caller can see whose id contains
+        ``search`` (case-insensitive), most downloaded first (the Hub's own ranking is its business)."""
+        user = self.user()
+        text = (self.query.get("search") or [""])[-1].casefold()
+        author = (self.query.get("author") or [None])[-1]
+        try:
+            limit = int((self.query.get("limit") or ["1000"])[-1])
+        except ValueError:
+            raise HubError(400, "Invalid limit") from None
+        found = []
+        for repo in self.emu.store.all("model"):
+            if repo.private and (user is None or not user.can_read_private(repo.namespace)):
+                continue
+            if text in repo.repo_id.casefold() and (author is None or repo.namespace == author):
+                found.append(repo)
+        found.sort(key=lambda r: (-r.downloads, r.repo_id.casefold()))
+        page, headers = self._page(found[:limit], 1000)
+        self.send_json([{"_id": hashlib.sha1(f"model/{r.repo_id}".encode()).hexdigest()[:24], "id": r.repo_id,
+                         "modelId": r.repo_id, "private": r.private, "gated": r.gated, "downloads": r.downloads,
+                         "likes": 0, "tags": [], "createdAt": _iso(r.created)} for r in page], headers=headers)
+
     def _page(self, items: list, page_size: int) -> tuple[list, dict[str, str]]:
         """Cursor pagination with a ``Link: <next>; rel="next"`` header, as the Hub does."""
         try:
@@ -1518,6 +1564,7 @@ class ApiHandler(_BaseHandler):
     def resolve(self, repo_type: str, repo_id: str, rev: str, path: str) -> None:
         self.entry.repo_type, self.entry.repo_id, self.entry.file = repo_type, repo_id, path
         repo = self.readable_repo(repo_type, repo_id)
+        self.check_gate(repo)
         commit = self.emu.store.commit_at(repo, rev)
         entry = commit.files.get(path)
         if entry is None:
@@ -2277,8 +2324,8 @@ class RepoViews:
             "createdAt": _iso(repo.created),
             "private": repo.private,
             "disabled": False,
-            "gated": False,
-            "downloads": 0,
+            "gated": repo.gated,
+            "downloads": repo.downloads,
             "likes": 0,
             "tags": tags,
             "siblings": siblings,
@@ -2563,6 +2610,15 @@ class HubEmulator:
 
     def repo(self, repo_id: str, repo_type: str = "model") -> Repo:
         return self.store.require(repo_type, repo_id)
+
+    def set_gated(self, repo_id: str, mode: str | bool = "manual", *, granted: Iterable[str] = (),
+                  repo_type: str = "model") -> None:
+        """Gate a repo (``"auto"``/``"manual"``, False to open it); ``granted``: users whose request was accepted."""
+        repo = self.repo(repo_id, repo_type)
+        repo.gated, repo.granted = mode, set(granted)
+
+    def set_downloads(self, repo_id: str, downloads: int, *, repo_type: str = "model") -> None:
+        self.repo(repo_id, repo_type).downloads = downloads
 
     def seed(
         self,

@@ -52,6 +52,9 @@ def text_only(cfg: dict) -> dict:
             "mtp_config": dict(cfg["mtp_config"])}
 
 
+INKLING_TEXT_ONLY = text_only(INKLING)  # the `inkling_model` adapter's config (tests/test_lossless.py reads it)
+
+
 def tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
     """(name, dtype, shape) of the language model, the MTP depths and (a multimodal config) two tower stand-ins, BF16."""
     t, bf = cfg.get("text_config") or cfg, "BF16"

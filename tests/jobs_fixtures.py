@@ -27,7 +27,13 @@ def _shim(folder: Path, name: str, body: str) -> None:
 @pytest.fixture
 def jobs_hub(hub, tmp_path, monkeypatch):
     """The `hub` fixture, with Jobs that run this checkout's hubpad, and the job's hubpad pinned to PIN."""
-    image = tmp_path / "image-bin"
+    job_image(hub, tmp_path / "image-bin")
+    monkeypatch.setenv("HUBPAD_JOBS_INSTALL", PIN)
+    return hub
+
+
+def job_image(hub, image: Path) -> None:
+    """Make `hub`'s jobs run in the "image" of shims in `image` (made here): this checkout's hubpad."""
     image.mkdir()
     _shim(image, "pip", 'echo "pip $*" >> "$HOME/pip.log"\n')
     _shim(image, "hubpad", f'exec "{sys.executable}" -m hubpad.app.cli "$@"\n')
@@ -40,5 +46,3 @@ def jobs_hub(hub, tmp_path, monkeypatch):
         "no_proxy": "127.0.0.1,localhost",
         "LANG": "C.UTF-8",
     }
-    monkeypatch.setenv("HUBPAD_JOBS_INSTALL", PIN)
-    return hub

@@ -112,7 +112,6 @@ def pro_tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
     """(name, dtype, shape) of every tensor of MiMo-V2.5-Pro (FP8), or -FP4 when the config stores experts as mxfp4."""
     h, heads, kv, hd, vd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], 192, 128
     mxfp4 = cfg["quantization_config"].get("store_dtype") == "mxfp4"
-    qkv_rows = heads * hd + kv * (hd + vd)  # 8 chunks of 3392 rows (the same in SWA layers: 8 SWA kv heads)
     bf, f8 = "BF16", "F8_E4M3"
 
     def fp8(name: str, rows: int, cols: int, scale_rows: int | None = None) -> list:
@@ -120,6 +119,9 @@ def pro_tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
                 (name + ".weight_scale_inv", "F32", (scale_rows or -(-rows // 128), -(-cols // 128)))]
 
     def attention(p: str, sinks: bool) -> list:
+        # num_key_value_heads chunks, each block-quantized on its own: Pro 8 chunks of 3392 rows in both layer types
+        # (8 SWA kv heads); MiMo-V2.5 4 chunks of 3392 (full: 4 kv heads) or 3712 rows (SWA: 8)
+        qkv_rows = heads * hd + (cfg["swa_num_key_value_heads"] if sinks else kv) * (hd + vd)
         out = fp8(p + "self_attn.qkv_proj", qkv_rows, h, scale_rows=kv * -(-(qkv_rows // kv) // 128))
         out.append((p + "self_attn.o_proj.weight", bf, (h, heads * vd)))
         return out + ([(p + "self_attn.attention_sink_bias", bf, (heads,))] if sinks else [])
@@ -154,4 +156,80 @@ def pro_tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
         out += [(p + n, bf, (h,)) for n in ("enorm.weight", "hnorm.weight", "input_layernorm.weight",
                                              "pre_mlp_layernorm.weight", "final_layernorm.weight")]
         out += [(p + "eh_proj.weight", bf, (h, 2 * h))] + attention(p, True) + dense(p)
+    if isinstance(cfg.get("vision_config"), dict):
+        out += tower_tensors(cfg["vision_config"], h) + audio_tensors(cfg["audio_config"])
     return out
+
+
+# MiMo-V2.5 (XiaomiMiMo/MiMo-V2.5) as published, with its vision tower and audio encoder: config.json and every
+# tensor's name, shape and dtype from a public report of the published checkpoint (its config.json verbatim and its
+# safetensors inventory: 73,081 tensors, 310,775,040,000 parameters, 293.40 GB in 17 files), agreeing with the
+# qkv_proj geometry other public loaders read from the live headers (full layers [13568, 4096] with [108, 32]
+# scales, SWA layers [14848, 4096] with [116, 32]). Not read from the Hub itself. The vision config states no
+# qk_channels / kv_channels: vLLM's Mimo_VLVisionConfig defaults both to 64 (qkv [3072, 1280] = (32 + 2 x 8) x 64).
+_V25_FULL = [0, 5, 11, 17, 23, 29, 35, 41, 47]
+MIMO_V2_5 = {
+    **{k: v for k, v in MIMO_V2_5_PRO.items() if k != "quantization_config"},
+    "hidden_size": 4096, "num_hidden_layers": 48, "num_attention_heads": 64, "num_key_value_heads": 4,
+    "swa_num_attention_heads": 64, "swa_num_key_value_heads": 8, "n_routed_experts": 256, "attention_value_scale": 0.707,
+    "hybrid_layer_pattern": [0 if i in _V25_FULL else 1 for i in range(48)], "moe_layer_freq": [0] + [1] * 47,
+    "rope_theta": 10000000, "attention_chunk_size": 128, "n_shared_experts": None, "image_token_id": 151655,
+    "video_token_id": 151656, "vision_start_token_id": 151652, "vision_end_token_id": 151653,
+    "vision_model_type": "mimovl",
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "store_dtype": "fp8",
+                            "weight_block_size": [128, 128],
+                            "ignored_layers": [f"model.layers.{i}.self_attn.o_proj" for i in range(48)]
+                            + ["model.decoder.self_attn.o_proj"]},
+    "vision_config": {"depth": 28, "fullatt_block_indexes": [0, 9, 18, 27], "hidden_act": "silu", "hidden_size": 1280,
+                      "in_chans": 3, "intermediate_size": 4608, "num_heads": 32, "num_key_value_heads": 8,
+                      "num_query_groups": 4, "out_hidden_size": 4096, "patch_size": 16, "spatial_merge_size": 2,
+                      "spatial_patch_size": 16, "temporal_patch_size": 2, "tokens_per_second": 2, "use_sink": True,
+                      "visual_token_window_size": 64, "window_size": 128,
+                      "vit_window_attn_types": ([-1] + [0] * 4 + [1] * 4) * 3 + [-1]},
+    "audio_config": {"add_post_norm": True, "audio_channels": 20, "audio_segment_size": 6000, "group_size": 4,
+                     "input_full_attention": True, "input_local_attn_heads": 16, "input_local_dim": 1024,
+                     "input_local_head_dim": 64, "input_local_hidden_dropout": 0.0,
+                     "input_local_intermediate_size": 4096, "input_local_layers": 6, "out_hidden_size": 4096,
+                     "partial_rotary_factor": 1.0, "projection_layers": 2, "rope_theta": 640000,
+                     "speech_vocab_size": "1280", "speech_zeroemb_idx": "1024"},
+}
+MIMO_V2_5_COUNT, MIMO_V2_5_PARAMS = 73081, 310_775_040_000
+
+
+def tower_tensors(v: dict, out_hidden: int) -> list[tuple[str, str, tuple[int, ...]]]:
+    """MiMo-V2.5's vision tower (BF16): 28 blocks, sinks on the window blocks, a merger without biases."""
+    h, i, heads, kv, hd = v["hidden_size"], v["intermediate_size"], v["num_heads"], v["num_key_value_heads"], 64
+    unit, bf = v["spatial_merge_size"] ** 2, "BF16"
+    out = [("visual.patch_embed.proj.weight", bf, (h, v["in_chans"], v["temporal_patch_size"], v["patch_size"],
+                                                   v["patch_size"])),
+           ("visual.merger.ln_q.weight", bf, (h,)), ("visual.merger.mlp.0.weight", bf, (h * unit, h * unit)),
+           ("visual.merger.mlp.2.weight", bf, (out_hidden, h * unit))]
+    for n in range(v["depth"]):
+        p = f"visual.blocks.{n}."
+        out += [(p + "norm1.weight", bf, (h,)), (p + "norm2.weight", bf, (h,)),
+                (p + "attn.qkv.weight", bf, ((heads + 2 * kv) * hd, h)), (p + "attn.qkv.bias", bf, ((heads + 2 * kv) * hd,)),
+                (p + "attn.proj.weight", bf, (h, heads * hd)), (p + "attn.proj.bias", bf, (h,)),
+                (p + "mlp.gate_proj.weight", bf, (i, h)), (p + "mlp.gate_proj.bias", bf, (i,)),
+                (p + "mlp.up_proj.weight", bf, (i, h)), (p + "mlp.up_proj.bias", bf, (i,)),
+                (p + "mlp.down_proj.weight", bf, (h, i)), (p + "mlp.down_proj.bias", bf, (h,))]
+        if n not in v["fullatt_block_indexes"]:
+            out.append((p + "attn.sinks", bf, (heads,)))
+    return out
+
+
+def audio_tensors(a: dict) -> list[tuple[str, str, tuple[int, ...]]]:
+    """MiMo-V2.5's audio encoder (BF16): a 6-layer Qwen2 stack (q/k/v biases), its norm, a 2-layer projection and 20
+    speech embeddings."""
+    d, i, bf = a["input_local_dim"], a["input_local_intermediate_size"], "BF16"
+    out = [(f"speech_embeddings.{c}.weight", bf, (int(a["speech_vocab_size"]), d)) for c in range(a["audio_channels"])]
+    for n in range(a["input_local_layers"]):
+        p = f"audio_encoder.input_local_transformer.layers.{n}."
+        out += [(p + "input_layernorm.weight", bf, (d,)), (p + "post_attention_layernorm.weight", bf, (d,)),
+                (p + "mlp.gate_proj.weight", bf, (i, d)), (p + "mlp.up_proj.weight", bf, (i, d)),
+                (p + "mlp.down_proj.weight", bf, (d, i)), (p + "self_attn.o_proj.weight", bf, (d, d))]
+        out += [(p + f"self_attn.{x}_proj.{s}", bf, (d, d) if s == "weight" else (d,)) for x in "qkv"
+                for s in ("weight", "bias")]
+    width = d * a["group_size"]
+    return out + [("audio_encoder.input_local_transformer.norm.weight", bf, (d,)),
+                  ("audio_encoder.projection.mlp.0.weight", bf, (4 * width, width)),
+                  ("audio_encoder.projection.mlp.2.weight", bf, (a["out_hidden_size"], 4 * width))]

@@ -10,16 +10,21 @@ Linear = Callable[[str, int, int], Tensors]  # (module name, out features, in fe
 
 
 def mlp_block(cfg: dict, i: int, linear: Linear) -> Tensors:
-    """Layer i's MLP: dense below first_k_dense_replace, else router + routed experts + one shared expert."""
+    """Layer i's MLP: dense below first_k_dense_replace, else router + routed experts + the shared experts as one MLP
+    of moe_intermediate_size × n_shared_experts; the router's correction bias unless the config routes without one
+    (DeepSeek-V2's greedy / group_limited_greedy)."""
     h, p = cfg["hidden_size"], f"model.layers.{i}.mlp."
     if i < cfg["first_k_dense_replace"]:
         inter = cfg["intermediate_size"]
         return linear(p + "gate_proj", inter, h) + linear(p + "up_proj", inter, h) + linear(p + "down_proj", h, inter)
     moe, n_exp = cfg["moe_intermediate_size"], cfg["n_routed_experts"]
-    out = [(p + "gate.weight", "BF16", (n_exp, h)), (p + "gate.e_score_correction_bias", "F32", (n_exp,))]
-    for e in [f"experts.{j}" for j in range(n_exp)] + ["shared_experts"]:
-        out += linear(p + f"{e}.gate_proj", moe, h) + linear(p + f"{e}.up_proj", moe, h) + linear(
-            p + f"{e}.down_proj", h, moe)
+    out = [(p + "gate.weight", "BF16", (n_exp, h))]
+    if cfg.get("topk_method") not in ("greedy", "group_limited_greedy"):
+        out += [(p + "gate.e_score_correction_bias", "F32", (n_exp,))]
+    for e, width in [(f"experts.{j}", moe) for j in range(n_exp)] + [
+            ("shared_experts", moe * (cfg.get("n_shared_experts") or 1))]:
+        out += linear(p + f"{e}.gate_proj", width, h) + linear(p + f"{e}.up_proj", width, h) + linear(
+            p + f"{e}.down_proj", h, width)
     return out
 
 

@@ -14,7 +14,8 @@ them, and a tensor left unloaded is an error). That one-layer model then runs on
 below, and its final norm and head are the MTP block's. Only this remainder is written here, after vLLM's
 `*_mtp.py` (vllm 0.32, vllm/model_executor/models/):
 
-  DeepSeek-V3 / Kimi (`deepseek_mtp.py`), GLM-4.x (`glm4_moe_mtp.py`), at `model.layers.{num_hidden_layers + k}.`:
+  DeepSeek-V3 / Kimi (`deepseek_mtp.py`), GLM-4.x (`glm4_moe_mtp.py`), GLM-4.7-Flash (`glm4_moe_lite_mtp.py`), at
+  `model.layers.{num_hidden_layers + k}.`:
       e = embed(ids), zeroed at position 0;  x = eh_proj(cat[enorm(e), hnorm(hidden)]);  h = block(x)
       logits = shared_head.head(shared_head.norm(h)); embed is the layer's own `embed_tokens` where the checkpoint
       has one (vLLM shares one embedding between the main model and the MTP layers), else the main model's.
@@ -65,7 +66,7 @@ class MtpLayout:
     enorm: str
     hnorm: str
     proj: str  # [H, 2H], input cat[enorm(embedding), hnorm(hidden)]
-    final_norm: str
+    final_norm: str | None  # None: the head reads the block's output as it is (ERNIE-4.5)
     embed: tuple[str, ...]
     head: tuple[str, ...]
     remainder: tuple[str, ...]  # names under {p} that are not the decoder block's (left out of it)
@@ -98,9 +99,27 @@ _QWEN_MTP = MtpLayout(
     block_config=lambda text, moe: {"layer_types": ["full_attention"], "mlp_only_layers": [],
                                     "decoder_sparse_step": 1})
 
+# GLM-4.7-Flash (`glm4_moe_lite_mtp.py`): DeepSeek-V3's layout; transformers' class picks dense or MoE layers from
+# mlp_layer_types, not first_k_dense_replace
+_GLM_LITE = replace(_DEEPSEEK_STYLE, block_config=lambda text, moe: {"mlp_layer_types": ["sparse" if moe else "dense"]})
+# ERNIE-4.5 (`ernie_mtp.py`): e = embed(ids) (main), zeroed at position 0; x = mtp_linear_proj(cat[mtp_emb_norm(e),
+# mtp_hidden_norm(hidden)]); h = mtp_block(x) (a decoder layer with a dense MLP); logits = lm_head(h), no final norm.
+_ERNIE = MtpLayout(
+    prefix=lambda text, k: f"model.mtp_block.{k}.", enorm="model.mtp_emb_norm.{k}", hnorm="model.mtp_hidden_norm.{k}",
+    proj="model.mtp_linear_proj.{k}", final_norm=None, embed=("{m}embed_tokens",), head=("lm_head", "{m}embed_tokens"),
+    remainder=(), zero_position_0=True, block_config=lambda text, moe: {"moe_layer_start_index": 1})
+# EXAONE MoE (`exaone_moe_mtp.py`): Qwen's arrangement (mtp.fc over [embedding | hidden], mtp.norm), its block a dense
+# layer (is_mtp: never MoE)
+_EXAONE_MTP = MtpLayout(
+    prefix=_mtp_prefix, enorm="mtp.pre_fc_norm_embedding", hnorm="mtp.pre_fc_norm_hidden", proj="mtp.fc",
+    final_norm="mtp.norm", embed=("{m}embed_tokens",), head=("lm_head",), remainder=(), zero_position_0=False,
+    block_config=lambda text, moe: {"layer_types": ["full_attention"], "mlp_layer_types": ["dense"]})
+
 LAYOUTS: dict[str, MtpLayout] = {
     "deepseek_v3": _DEEPSEEK_STYLE, "kimi_k2": _DEEPSEEK_STYLE, "glm4_moe": _DEEPSEEK_STYLE, "hy_v3": _HY3,
-    "qwen3_next": _QWEN_MTP, "qwen3_5_text": _QWEN_MTP, "qwen3_5_moe_text": _QWEN_MTP,
+    "glm4_moe_lite": _GLM_LITE,
+    "qwen3_next": _QWEN_MTP, "qwen3_5_text": _QWEN_MTP, "qwen3_5_moe_text": _QWEN_MTP, "ernie4_5_moe": _ERNIE,
+    "exaone_moe": _EXAONE_MTP,
 }
 # the transformers config a saved model_type is built with (Kimi-K2 ships DeepSeek-V3's architecture)
 CONFIG_TYPE = {"kimi_k2": "deepseek_v3"}
@@ -146,12 +165,12 @@ def _tensors(path: Path, wanted: Callable[[str], bool]) -> dict[str, torch.Tenso
     return out
 
 
-def _first(tensors: dict, names: tuple[str, ...], p: str, m: str) -> torch.Tensor:
+def _first(tensors: dict, names: tuple[str, ...], p: str, m: str, k: int = 0) -> torch.Tensor:
     for n in names:
-        key = n.format(p=p, m=m) + ".weight"
+        key = n.format(p=p, m=m, k=k) + ".weight"
         if key in tensors:
             return tensors[key]
-    raise KeyError(f"none of {[n.format(p=p, m=m) for n in names]} in the checkpoint")
+    raise KeyError(f"none of {[n.format(p=p, m=m, k=k) for n in names]} in the checkpoint")
 
 
 @dataclass
@@ -191,7 +210,8 @@ def load_mtp(path: Path, k: int = 0) -> MtpBlock:
     model_type = text["model_type"]
     layout = LAYOUTS[model_type]
     p = layout.prefix(text, k)
-    tensors = _tensors(path, lambda n: n.startswith(p) or n.startswith(("mtp.", m + "embed_tokens", "lm_head")))
+    tensors = _tensors(path, lambda n: n.startswith(p) or n.startswith(("mtp.", m + "embed_tokens", "lm_head",
+                                                                       m + "mtp_")))
     block = {n.removeprefix(p): t for n, t in tensors.items()
              if n.startswith(p) and not n.removeprefix(p).startswith(layout.remainder)}
     assert block, f"{path}: no MTP decoder block under {p}"
@@ -203,7 +223,9 @@ def load_mtp(path: Path, k: int = 0) -> MtpBlock:
     cfg = transformers.CONFIG_MAPPING[CONFIG_TYPE.get(model_type, model_type)](**keep)
     state = {"model.layers.0." + n: t for n, t in block.items()}
     state["model.embed_tokens.weight"] = _first(tensors, layout.embed, p, m)
-    state["model.norm.weight"] = _first(tensors, (layout.final_norm,), p, m)
+    h = text["hidden_size"]
+    state["model.norm.weight"] = (_first(tensors, (layout.final_norm,), p, m) if layout.final_norm
+                                  else torch.ones(h, dtype=torch.float64))  # replaced by the identity below
     state["lm_head.weight"] = _first(tensors, layout.head, p, m)
     from safetensors.torch import save_file
 
@@ -216,14 +238,15 @@ def load_mtp(path: Path, k: int = 0) -> MtpBlock:
     assert not missing and not info["unexpected_keys"] and not info.get("mismatched_keys"), \
         f"{path}: the MTP block does not fill a {type(model).__name__} layer: {info}"
     norm_cls = type(model.model.norm)
-    h = text["hidden_size"]
+    if layout.final_norm is None:
+        model.model.norm = torch.nn.Identity()
 
     def norm(name: str) -> torch.nn.Module:
         n = norm_cls(h, eps=text["rms_norm_eps"]).to(torch.float64)
-        n.weight.data.copy_(_first(tensors, (name,), p, m))
+        n.weight.data.copy_(_first(tensors, (name,), p, m, k))
         return n
 
-    return MtpBlock(model.eval(), norm(layout.enorm), norm(layout.hnorm), _first(tensors, (layout.proj,), p, m),
+    return MtpBlock(model.eval(), norm(layout.enorm), norm(layout.hnorm), _first(tensors, (layout.proj,), p, m, k),
                     state["model.embed_tokens.weight"], layout.zero_position_0)
 
 

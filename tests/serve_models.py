@@ -43,6 +43,9 @@ class Family:
     seed: int = 0  # another where seed 0 leaves a greedy step near a tie (serving.MIN_MARGIN)
     drop_keys: tuple[str, ...] = ()  # keys transformers saves that published configs state another way
     dtype: torch.dtype = torch.bfloat16  # what the checkpoint is saved in
+    # multiplies the embedding after randomize(): a tied embedding that the model scales by sqrt(hidden) (Gemma 2)
+    # otherwise outweighs every layer, and the greedy output repeats the prompt's last token
+    embed_scale: float = 1.0
 
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
@@ -101,7 +104,8 @@ FAMILIES: dict[str, Family] = {
     # Gemma 3: hidden must divide by the padded heads (its config class insists), so 192 = 6 x 32 at TP=3.
     "gemma3_text": Family("gemma3_text", dict(hidden_size=192, num_attention_heads=4, num_key_value_heads=2,
                                               head_dim=32, intermediate_size=256, query_pre_attn_scalar=32,
-                                              sliding_window=16, layer_types=["sliding_attention", "full_attention"])),
+                                              sliding_window=16, layer_types=["sliding_attention", "full_attention"]),
+                          seed=1),  # seed 0: 1.0e-2 from a tie
     # Gemma 4: sliding layers 4 heads / 2 kv of 32, global layers 1 kv head of 64 without v_proj (attention_k_eq_v):
     # 12 / 6 / 3 at TP=3 and 6. "gemma4_text" keeps config.json as published configs state the global layers
     # (global_head_dim, num_global_key_value_heads); "gemma4_moe" as transformers 5.x saves it (per_layer_config),
@@ -126,7 +130,74 @@ FAMILIES: dict[str, Family] = {
                          seed=4),  # seed 0: a greedy step 5.2e-3 from a tie (seen in vLLM, and in transformers)
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
                       reference_tp=_SAME_HEADS_PER_RANK),
+    # GLM-4.7-Flash: the same MLA with GLM's MoE block (sigmoid routing and correction bias always, one group, as
+    # published), its MTP layer; transformers' class picks dense / MoE layers from mlp_layer_types (1 dense, then MoE),
+    # vLLM's from first_k_dense_replace, which published configs state and transformers does not save
+    "glm4_moe_lite": Family("glm4_moe_lite", {k: v for k, v in _MLA.items() if k != "first_k_dense_replace"}
+                            | dict(n_group=1, topk_group=1), mtp=MTP_EXTRAS, engine=_CPU_MLA,
+                            published_keys={"first_k_dense_replace": 1}, reference_tp=_SAME_HEADS_PER_RANK,
+                            seed=1),  # seed 0: a step of the TP 2 original 8.8e-3 from a tie
+    # DeepSeek-V2: V2's softmax group-limited router and two shared experts; 6 padded heads on hidden 128 need the
+    # card's --hf-overrides route (transformers' DeepseekV2Config, which vLLM reads it with, refuses 128 % 6)
+    "deepseek_v2": Family("deepseek_v2", {k: v for k, v in _MLA.items() if k != "num_nextn_predict_layers"}
+                          | dict(n_shared_experts=2, topk_method="group_limited_greedy", scoring_func="softmax",
+                                 norm_topk_prob=False, routed_scaling_factor=2.0), engine=_CPU_MLA,
+                          reference_tp=_SAME_HEADS_PER_RANK, seed=1),  # seed 0: a step 9.2e-3 from a tie
+    # The registry families of tests/test_registry_families.py (issue 33). Gemma 2: like Gemma 3's hidden 192 = 6 x 32,
+    # attention and final logits soft-capped, the embedding tied as published (vLLM's Gemma2ForCausalLM has no lm_head).
+    # Phi-3.5-MoE: Mixtral's experts with q/k/v/o and lm_head biases; config.json names the class as published,
+    # PhiMoEForCausalLM (transformers saves PhimoeForCausalLM, which vLLM would hand to its Transformers backend).
+    # Apertus: an ungated xIELU MLP and per-head q/k norms; Nemotron: an ungated relu^2 MLP, partial RoPE; GLM-4-0414.
+    "gemma2": Family("gemma2", dict(hidden_size=192, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                                    intermediate_size=256, query_pre_attn_scalar=32, sliding_window=16,
+                                    attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                                    tie_word_embeddings=True), embed_scale=0.1),
+    "phimoe": Family("phimoe", dict(GQA, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+                                    attention_bias=True, lm_head_bias=True, router_jitter_noise=0.0,
+                                    input_jitter_noise=0.0),
+                     published_keys={"architectures": ["PhiMoEForCausalLM"]}),
+    "apertus": Family("apertus", dict(GQA, intermediate_size=256)),
+    "nemotron": Family("nemotron", dict(GQA, intermediate_size=256, partial_rotary_factor=0.5)),
+    # GLM-4-0414: its fused gate_up_proj is copied whole, so 768 (whole 128 tiles per rank at TP 3 and 6)
+    "glm4": Family("glm4", dict(GQA, intermediate_size=768, attention_bias=True, partial_rotary_factor=0.5,
+                                pad_token_id=0)),
 }
+
+# The GQA families with config quirks (issue 33; adapters ernie.py, exaone.py, cohere.py, afmoe.py, laguna.py): 4 heads
+# / 2 kv of 32 (6 / 3 at TP 3; at TP 6 the kv heads are replicated), experts 64 wide, one dense first layer. ERNIE and
+# Cohere have no head_dim key, as published (hidden // heads = 32), and Cohere its tied embedding (vLLM's
+# CohereForCausalLM reads only that) and a logit_scale of 1 (the default 1/16 leaves every greedy step within 1e-2 of a
+# tie). Seeds: the first whose greedy steps are all 1e-2 or more from a tie (transformers in float32 predicts vLLM's).
+_QUIRKS = dict(GQA, intermediate_size=256)
+FAMILIES.update({
+    "ernie4_5_moe": Family("ernie4_5_moe", dict(_QUIRKS, moe_num_experts=4, moe_k=2, moe_intermediate_size=64,
+                                                moe_num_shared_experts=1, moe_layer_start_index=1),
+                           drop_keys=("head_dim",)),  # as published: the classes fall back to hidden // heads
+    "exaone4": Family("exaone4", dict(_QUIRKS, sliding_window=16, layer_types=["sliding_attention", "full_attention"]),
+                      seed=1),  # seed 0: a greedy step 5.2e-3 from a tie (vLLM and transformers alike)
+    "exaone_moe": Family("exaone_moe", dict(_QUIRKS, **MOE, num_experts=4, num_shared_experts=1, first_k_dense_replace=1,
+                                            sliding_window=16, layer_types=["sliding_attention", "full_attention"]),
+                          seed=1),  # seed 0: 1.0e-2 from a tie
+    "cohere2": Family("cohere2", dict(_QUIRKS, sliding_window=16, tie_word_embeddings=True, logit_scale=1.0,
+                                      layer_types=["sliding_attention", "full_attention"]), drop_keys=("head_dim",),
+                      seed=2),  # seed 0: 6.5e-3 from a tie in vLLM
+    "cohere": Family("cohere", dict(_QUIRKS, use_qk_norm=True, tie_word_embeddings=True, logit_scale=1.0),
+                     drop_keys=("head_dim",), seed=1),  # seed 0: 4.4e-3 from a tie
+    "cohere2_moe": Family("cohere2_moe", dict(_QUIRKS, intermediate_size=64, num_experts=4, num_experts_per_tok=2,
+                                              num_shared_experts=1, sliding_window=16, tie_word_embeddings=True,
+                                              logit_scale=1.0,
+                                              layer_types=["sliding_attention", "full_attention"]), seed=2),
+    "afmoe": Family("afmoe", dict(_QUIRKS, **MOE, num_experts=4, num_shared_experts=1, num_dense_layers=1,
+                                  sliding_window=16, layer_types=["sliding_attention", "full_attention"]),
+                    published_keys={"n_group": 1, "topk_group": 1, "score_func": "softmax", "route_norm": True}),
+    # Laguna's layers of 4 and 6 heads over 2 kv (6 / 9 at TP 3, 12 / 18 at TP 6), its MLPs dense: vLLM's LagunaMoE
+    # routes with a hard-coded sigmoid, which the CPU router refuses ("laguna-moe": test_serve_families.py)
+    "laguna": Family("laguna", dict(_QUIRKS, sliding_window=16, layer_types=["full_attention", "sliding_attention"],
+                                    mlp_layer_types=["dense", "dense"], num_attention_heads_per_layer=[4, 6])),
+    "laguna-moe": Family("laguna", dict(_QUIRKS, **MOE, num_experts=4, shared_expert_intermediate_size=64,
+                                        sliding_window=16, layer_types=["full_attention", "sliding_attention"],
+                                        mlp_layer_types=["dense", "sparse"], num_attention_heads_per_layer=[4, 6])),
+})
 
 
 def build(family: str, path: Path, seed: int | None = None) -> Path:
@@ -140,6 +211,9 @@ def build(family: str, path: Path, seed: int | None = None) -> Path:
     cfg = transformers.CONFIG_MAPPING[f.model_type](**dict(COMMON, **f.config))
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
     randomize(model)
+    if f.embed_scale != 1.0:
+        with torch.no_grad():
+            model.get_input_embeddings().weight.mul_(f.embed_scale)
     model.to(f.dtype).save_pretrained(path)
     add_tokenizer(path)
     if f.mtp:

@@ -53,6 +53,7 @@ def hy3_manifest() -> dict:
         "tp": 3,
         "architecture": {"adapter": "hy_v3", "model_type": "hy_v3", "architectures": ["HYV3ForCausalLM"]},
         "quantization": {"method": "compressed-tensors", "formats": ["fp8-block", "nvfp4"], "weight_only_nvfp4": False},
+        "lossless": {"mechanisms": ["heads.own_kv", "mlp.channels"], "formats": ["fp8-block", "nvfp4"]},
         "dims": [
             {"name": "attention heads", "config_key": "num_attention_heads", "before": 64, "after": 72},
             {"name": "kv heads", "config_key": "num_key_value_heads", "before": 8, "after": 9},
@@ -518,6 +519,33 @@ def test_recipe_validates_with_real_sparkrun(tmp_path, sparkrun_venv):
         assert "Pre-serve hooks done" in out and "Starting head node serve" in out
 
 
+def test_recipe_header_runs_as_the_card_says(tmp_path, sparkrun_venv):
+    """The recipe's `# Run:` line is the card's `sparkrun run` line (issue 32: it lacked --trust, which the vocab
+    plugin's pre_exec hook needs), and sparkrun 0.4.2 runs it as written (a local folder's recipe, --dry-run)."""
+    import shlex
+
+    folder = tmp_path / "Hy3-TP3"
+    for manifest, kw, trust in ((hy3_manifest(), {}, True), (llama_manifest(), {"card": LLAMA_CARD}, False)):
+        hub = render(manifest, **kw).files
+        local = render(manifest, target=None, target_path=str(folder), **kw).files
+        for files in (hub, local):
+            name, recipe = next((k, v) for k, v in files.items() if k.endswith(".yaml"))
+            header = next(line for line in recipe.splitlines() if line.startswith("# Run: "))
+            words = shlex.split(header[len("# Run: "):].split(" (", 1)[0])
+            card = next(shlex.split(line) for line in files["README.md"].splitlines()
+                        if line.startswith("sparkrun run "))
+            assert words[:3] == card[:3] and words[3:5] == ["--cluster", "NAME"] and card[3:5] == ["--cluster",
+                                                                                                "mycluster"]
+            assert ("--trust" in words) == ("--trust" in card) == trust, (header, card)
+        folder.mkdir(exist_ok=True)
+        (folder / name).write_text(recipe)  # the local one: run its header's words, hosts for the cluster
+        args = [w for w in words[1:] if w not in ("--cluster", "NAME")]
+        result = sparkrun_tool.run_sparkrun(sparkrun_venv, ["-v", *args[:1], "--dry-run", "--no-auto-detect",
+                                                            *args[1:], "-H", "n1,n2,n3"], tmp_path / "home")
+        assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+        assert ("pre_exec[2] on n3/" in result.stdout + result.stderr) == trust  # the plugin's hook ran
+
+
 SPARKRUN_LOAD = """
 import json, sys
 from sparkrun.core.recipe import Recipe
@@ -778,10 +806,16 @@ def test_local_upstream():
     card = "---\nlicense: other\nlicense_name: x\nlicense_link: LICENSE\nbase_model: tencent/Hy3\n---\n"
     result = render(m, card=card)
     meta, body = split_card(result.files["README.md"])
-    assert meta["base_model"] == "tencent/Hy3" and meta["hubpad"]["upstream"] == m["upstream"]["repo"]
+    # a card for a Hub repo is meant for upload: it names the local upstream by its folder's name, never its path
+    assert meta["base_model"] == "tencent/Hy3" and meta["hubpad"]["upstream"] == "Hy3-NVFP4-FP8"
     assert meta["license_link"] == "LICENSE"
     assert any("broken" in w for w in result.warnings)
-    assert "https://huggingface.co//data" not in body and "`/data/models/Hy3-NVFP4-FP8`" in body
+    assert "https://huggingface.co//data" not in body and "`Hy3-NVFP4-FP8` (a local folder)" in body
+    assert all("/data/models" not in text for text in result.files.values())
+    assert "hubpad mirror ./Hy3-NVFP4-FP8 --tp 3" in body
+    local = render(m, card=card, target=None, target_path="/data/out/Hy3-TP3").files  # a local card names it
+    assert "`/data/models/Hy3-NVFP4-FP8` (a local folder)" in local["README.md"]
+    assert "hubpad mirror /data/models/Hy3-NVFP4-FP8 --tp 3" in local["README.md"]
 
 
 def test_card_lists_padded_groups_from_a_real_run(tmp_path):

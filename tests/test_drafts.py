@@ -353,6 +353,7 @@ def test_published_eagle3_layouts_plan(tmp_path, name, dims, tp, after):
     ("Eagle3DeepseekV3ForCausalLM", "deepseek_v3", "DeepSeek MLA layer"),
     ("Gemma4DSparkModel", "gemma4_text", "Gemma 4 DSpark"),
     ("DSparkDraftModel", "deepseek_v4", "ship inside the target checkpoint"),
+    ("DSparkV41DraftModel", "deepseek_v41", "ship inside the target checkpoint"),
 ])
 def test_drafts_hubpad_does_not_pad_are_refused_with_the_reason(tmp_path, arch, model_type, reason):
     src = build_eagle3(tmp_path / "src", eagle3_config("llama", architectures=[arch], model_type=model_type))

@@ -151,6 +151,30 @@ def test_mla_line_refusals_name_the_reason(tmp_path, model_type, reason):
     assert result.exit_code == 1 and reason in result.output and len(result.output.strip().splitlines()) == 1
 
 
+# Mistral Large 3 as its repos ship it: Mistral's params.json (these keys as vLLM's mistral.py reads them) and
+# consolidated*.safetensors, no config.json
+MISTRAL_LARGE3_PARAMS = {"dim": 7168, "n_layers": 61, "n_heads": 128, "n_kv_heads": 128, "qk_nope_head_dim": 128,
+                         "qk_rope_head_dim": 64, "v_head_dim": 128, "q_lora_rank": 1536, "kv_lora_rank": 512,
+                         "moe": {"num_experts": 128, "num_experts_per_tok": 4, "num_shared_experts": 1},
+                         "llama_4_scaling": {"original_max_position_embeddings": 8192, "beta": 0.1}}
+
+
+@pytest.mark.parametrize("params,reason", [
+    (MISTRAL_LARGE3_PARAMS, "vLLM builds MistralLarge3ForCausalLM only from Mistral's own params.json"),
+    ({"dim": 4096, "n_layers": 32, "n_heads": 32}, "a checkpoint in Mistral's own format")])
+def test_mistral_format_repos_are_refused_naming_mistral_large_3(tmp_path, params, reason):
+    from hubpad.testing import write_checkpoint
+    from tests.helpers import cli
+
+    src = write_checkpoint(tmp_path / "large3", {"model_type": "placeholder"}, [], n_shards=1, header_only=True)
+    (src / "config.json").unlink()
+    (src / "params.json").write_text(json.dumps(params))
+    for args in (("plan", src, "--tp", 3), ("mirror", src, "--tp", 3, "--to", tmp_path / "out")):
+        result = cli(*args)
+        assert result.exit_code == 1 and reason in result.output
+        assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("model_type,tp", [("deepseek_v32", 3), ("glm_moe_dsa", 6)])
 def test_dsa_mtp_layer_pads_exactly(padded, model_type, tp):
     """The MTP layer's decoder block in float64: transformers skips it, so both checkpoints are loaded with one more

@@ -451,3 +451,28 @@ def test_no_server_errors_left_behind(hub, hub_api, tiny):
     """Any uncaught emulator exception is recorded; the whole flow above must leave none."""
     hub_api.list_repo_tree(REPO, recursive=True, expand=True).__next__()
     assert hub.server_errors == []
+
+
+def test_gated_repo_serves_its_info_to_all_and_its_files_to_the_granted(hub, hub_api):
+    from huggingface_hub.errors import GatedRepoError
+
+    hub.seed("acme/gated", {"config.json": "{}"})
+    hub.set_gated("acme/gated", "manual", granted=["bob"])
+    assert hub_api.model_info("acme/gated").gated == "manual"  # the Hub shows a gated repo's page to anyone
+    with pytest.raises(GatedRepoError, match="not in the authorized list"):
+        hf_hub_download("acme/gated", "config.json", token=ALICE_TOKEN, cache_dir=hub.root / "c1")
+    with pytest.raises(GatedRepoError, match="must have access to it and be authenticated"):
+        hf_hub_download("acme/gated", "config.json", token=False, cache_dir=hub.root / "c2")
+    assert open(hf_hub_download("acme/gated", "config.json", token=READER_TOKEN, cache_dir=hub.root / "c3")).read() == "{}"
+
+
+def test_model_search_by_name_most_downloaded_first(hub, hub_api):
+    for name, downloads in (("org/Tiny-A", 5), ("org/tiny-b", 50), ("other/Big", 500)):
+        hub.seed(name, {"README.md": "x"})
+        hub.set_downloads(name, downloads)
+    hub.seed(f"{ORG}/tiny-private", {"README.md": "x"}, private=True)
+    assert [m.id for m in hub_api.list_models(search="tiny", sort="downloads")] == ["org/tiny-b", "org/Tiny-A",
+                                                                                    f"{ORG}/tiny-private"]
+    anonymous = HfApi(endpoint=hub.endpoint, token=False)
+    assert [m.id for m in anonymous.list_models(search="TINY", limit=1)] == ["org/tiny-b"]
+    assert [m.id for m in anonymous.list_models(search="tiny", author="org")] == ["org/tiny-b", "org/Tiny-A"]

@@ -21,7 +21,7 @@ from hubpad.run.mirror import run_mirror  # noqa: E402
 from hubpad.run.verify import verify_derivative  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests.test_models_transformers import COMMON  # noqa: E402
-from tests.tiny_moe import add_mtp_layer, assert_same_logits, randomize  # noqa: E402
+from tests.tiny_moe import assert_same_logits, build_with_mtp  # noqa: E402
 
 TINY = dict(hidden_size=64, intermediate_size=80, moe_intermediate_size=44, num_attention_heads=8,
             num_key_value_heads=2, head_dim=16, attention_bias=True, n_routed_experts=4, num_experts_per_tok=2,
@@ -30,14 +30,7 @@ TINY = dict(hidden_size=64, intermediate_size=80, moe_intermediate_size=44, num_
 
 
 def _build(tmp_path, **overrides):
-    torch.manual_seed(0)
-    cfg = transformers.CONFIG_MAPPING["glm4_moe"](**dict(COMMON, **{**TINY, **overrides}))
-    model = transformers.AutoModelForCausalLM.from_config(cfg, experts_implementation="eager").double().eval()
-    randomize(model)
-    path = tmp_path / "upstream"
-    model.save_pretrained(path)
-    add_mtp_layer(path, cfg)
-    return model, path
+    return build_with_mtp(tmp_path, "glm4_moe", dict(COMMON, **{**TINY, **overrides}))
 
 
 # name: (config overrides, tp, heads, kv heads, expert width after)

@@ -28,6 +28,12 @@ def test_a_github_commit_installs_its_lock_then_its_archive(spec):
     assert not got.needs_git
 
 
+@pytest.mark.parametrize("spec", ["hubpad==0.3.1", f"alice/hubpad@{SHA}", f"hubpad @ git+https://gitlab.com/a/hubpad@{SHA}"])
+def test_an_installs_requirement_read_back_is_the_same_install(spec):
+    """What space/publish.py hands its Space: the requirement, which names the same install again."""
+    assert pinned(pinned(spec).requirement) == pinned(spec)
+
+
 def test_a_git_url_with_a_commit_needs_git_in_the_image():
     got = pinned(f"hubpad @ git+https://gitlab.com/alice/hubpad@{SHA}")
     assert got.needs_git and got.requirement == f"hubpad @ git+https://gitlab.com/alice/hubpad@{SHA}"

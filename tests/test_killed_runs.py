@@ -89,6 +89,27 @@ def test_a_killed_local_run_resumes_from_its_finished_shards(pristine, reference
     assert cli("verify", pristine, dst).exit_code == 0
 
 
+def test_a_dry_run_beside_a_killed_run_touches_nothing_and_counts_what_it_left(pristine, tmp_path):
+    """A dry run reads what the run would take over (the killed run's finished shards) without taking the lock or
+    removing anything: its verdict and disk figure are the run's, and the run after it still resumes."""
+    import json
+
+    dst = tmp_path / "dst"
+    _killed("record", "mirror", pristine, "--tp", "3", "--to", dst, "--shard-size", SHARD)
+    before = sorted((p.relative_to(tmp_path), p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    r = cli("mirror", pristine, "--tp", "3", "--to", dst, "--shard-size", SHARD, "--dry-run", "--json")
+    assert r.exit_code == 0, r.output
+    verdict = json.loads(r.stdout)
+    assert verdict["would_publish"] is True and verdict["disk"]["stops"] is None
+    assert sorted((p.relative_to(tmp_path), p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+    said = cli("mirror", pristine, "--tp", "3", "--to", dst, "--shard-size", SHARD, "--dry-run").stdout.splitlines()
+    assert said[-1] == verdict["disk"]["said"] and said[-2].startswith("dry run: would publish")
+    summary, logged = _mirror(pristine, dst)
+    assert summary["shards_reused"]  # resumed after all
+    run_figure = next(line for line in logged.splitlines() if line.startswith("disk: "))
+    assert run_figure.split(",")[0] == verdict["disk"]["said"].split(",")[0]  # the need: the killed run's shards reused
+
+
 def test_a_shard_the_killed_run_left_that_changed_is_built_again(pristine, reference, tmp_path):
     dst = tmp_path / "dst"
     pid, _ = _killed("record", "mirror", pristine, "--tp", "3", "--to", dst, "--shard-size", SHARD)

@@ -101,3 +101,18 @@ def test_pyproject_ships_every_subpackage():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in PKG.rglob("__init__.py")}
     assert found <= listed, f"pyproject.toml does not ship {sorted(found - listed)}"
+
+
+def test_the_space_calls_the_library_never_the_cli():
+    """space/ (the Gradio app) is another front end beside app/cli.py: it composes library calls and imports neither the
+    CLI nor click; and nothing in hubpad/ imports the Space."""
+    space = ROOT / "space"
+    wrong = []
+    for path in space.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            wrong += [f"{path.relative_to(ROOT)} imports {n}" for n in names
+                      if n == "click" or n.startswith(("hubpad.app.cli", "hubpad.app.gha", "hubpad.app.progress"))]
+    assert not wrong, wrong
+    assert not [p for p in PKG.rglob("*.py") if "hubpad_space" in p.read_text() or "gradio" in p.read_text()]

@@ -12,7 +12,7 @@ import pytest
 
 from hubpad.testing import write_checkpoint
 from tests import linear_real
-from tests.helpers import cli
+from tests.helpers import cli, header_only_layouts
 
 MODELS = linear_real.REAL_LINEAR_MODELS
 
@@ -42,16 +42,7 @@ REPLICATED = ("hc_", "hyper_connection", ".ple.", ".indexer.", "model.visual.", 
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    root = tmp_path_factory.mktemp("linear-real")
-    made = {}
-
-    def get(name):
-        if name not in made:
-            config, tensors = MODELS[name]
-            made[name] = write_checkpoint(root / name.replace("/", "__").replace(" ", "_"), config, tensors(config),
-                                          n_shards=4, header_only=True)
-        return made[name]
-    return get
+    return header_only_layouts(tmp_path_factory.mktemp("linear-real"), MODELS)
 
 
 @pytest.mark.parametrize("name,tp", sorted(CASES))

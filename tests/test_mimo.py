@@ -83,14 +83,16 @@ def test_mimo_v2_flash_readings_that_disagree_are_refused(tmp_path):
         make_plan(LocalSource(src), 3)
 
 
-def test_mimo_v2_omni_is_refused_with_the_reason(tmp_path):
+def test_mimo_v2_omni_without_its_tower_tensors_is_refused_with_the_reason(tmp_path):
+    """A vision_config is a tower hubpad pads with the language model (tests/test_mimo_omni.py): a checkpoint that
+    states one but holds none of its tensors is refused, naming what is missing."""
     src = tmp_path / "upstream"
     build_mimo(src, mtp=False)
     cfg = json.loads((src / "config.json").read_text())
     (src / "config.json").write_text(json.dumps({**cfg, "model_type": "mimo_v2",
                                                  "architectures": ["MiMoV2OmniForCausalLM"],
                                                  "vision_config": {"num_heads": 32}}))
-    with pytest.raises(ConfigError, match="MiMoVisionAttention divides num_heads by the TP size"):
+    with pytest.raises(ConfigError, match="has a vision_config but no shard holds a tensor of its vision tower"):
         make_plan(LocalSource(src), 3)
 
 

@@ -151,15 +151,16 @@ def test_mimo_v2_5_pro_published_layout_plans(tmp_path, tp, fp4):
         assert row["extra_kv_bytes_per_token"] == 73 * (192 + 128) * 2  # one more kv head, K and V, in every layer
 
 
-def test_mimo_v2_5_with_its_vision_tower_is_refused_with_the_reason(tmp_path):
-    """MiMo-V2.5 as published: architectures MiMoV2ForCausalLM with a vision_config (vLLM makes it
-    MiMoV2OmniForCausalLM), whose 32 heads / 8 kv heads vLLM shards over TP even under --language-model-only."""
+def test_mimo_v2_5_with_its_vision_config_but_no_tower_is_refused_with_the_reason(tmp_path):
+    """MiMo-V2.5's config as published (a vision_config: vLLM makes it MiMoV2OmniForCausalLM) over a checkpoint
+    without the tower's tensors: refused, naming them. The tower itself is padded (tests/test_mimo_omni.py), and the
+    published MiMo-V2.5 is refused at TP 3 for its merger."""
     src = tmp_path / "upstream"
     cfg = fuse(tmp_path / "flash", src)
     vision = {"depth": 28, "hidden_size": 1280, "num_heads": 32, "num_key_value_heads": 8, "num_query_groups": 4,
               "fullatt_block_indexes": [0, 9, 18, 27], "use_sink": True, "out_hidden_size": 4096}
     (src / "config.json").write_text(json.dumps({**cfg, "vision_config": vision, "vision_model_type": "mimovl"}))
-    with pytest.raises(ConfigError, match="32 heads / 8 kv heads over TP .* even under --language-model-only"):
+    with pytest.raises(ConfigError, match="has a vision_config but no shard holds a tensor of its vision tower"):
         make_plan(LocalSource(src), 3)
 
 

@@ -237,7 +237,7 @@ def test_find_mirror():
 
 def test_unknown_key_suggests_closest():
     msg = error_of("mirrors:\n  - upstream: a/b\n    shardsize: 5GB\n")
-    assert msg == "hubpad.yaml:2: mirrors[0] (a/b): unknown key 'shardsize'; did you mean 'shard_size'?"
+    assert msg == "hubpad.yaml:3: mirrors[0] (a/b): unknown key 'shardsize'; did you mean 'shard_size'?"  # its line
 
 
 def test_kebab_case_key_suggests_snake_case():
@@ -268,7 +268,7 @@ def test_error_names_the_file_and_the_right_entry(tmp_path):
     path.write_text("mirrors:\n  - upstream: a/b\n  - upstream: c/d\n    tp: 0\n", encoding="utf-8")
     with pytest.raises(HubpadError) as info:
         load_mirrors(path)
-    assert str(info.value) == f"{path}:3: mirrors[1] (c/d): tp must be an integer >= 2, got 0 (tp 1 needs no padding)"
+    assert str(info.value) == f"{path}:4: mirrors[1] (c/d): tp must be an integer >= 2, got 0 (tp 1 needs no padding)"
 
 
 @pytest.mark.parametrize(
@@ -399,3 +399,34 @@ def test_file_shape_errors(text, fragment):
 def test_missing_file(tmp_path):
     with pytest.raises(HubpadError, match="mirrors file not found"):
         load_mirrors(tmp_path / "nope.yaml")
+
+
+def test_a_key_problem_names_the_keys_own_line():
+    """Issue 32: `shard_sise` on line 3 was reported on line 2 (the entry's): each key's own line, nested ones too."""
+    assert error_of("mirrors:\n  - upstream: a/b\n    shard_sise: 5GB\n").startswith("hubpad.yaml:3: mirrors[0] (a/b)")
+    text = "defaults:\n  tp: 3\n  upstream: x\nmirrors:\n  - upstream: a/b\n    revision: main\n    serving:\n" \
+           "      tool_parser: x\n  - upstream: c/d\n    private: 'yes'\n"
+    with pytest.raises(HubpadError) as info:
+        parse_mirrors(text)
+    lines = [p.split(": ", 1)[0] for p in info.value.problems]
+    assert lines == ["hubpad.yaml:3", "hubpad.yaml:8", "hubpad.yaml:10"], info.value.problems
+    assert error_of("mirrors:\n  - target: a/b\n").startswith("hubpad.yaml:2: mirrors[0]")  # no key: the entry's
+
+
+def test_a_duplicate_target_is_found_even_when_its_entry_has_other_mistakes():
+    """Issue 32: an entry with `tp: 0` was dropped before the duplicate check, so its duplicate target went unseen."""
+    text = "mirrors:\n  - upstream: a/b\n    target: me/x\n  - upstream: c/d\n    target: me/x\n    tp: 0\n"
+    with pytest.raises(HubpadError) as info:
+        parse_mirrors(text)
+    assert info.value.problems == [
+        "hubpad.yaml:6: mirrors[1] (c/d): tp must be an integer >= 2, got 0 (tp 1 needs no padding)",
+        "hubpad.yaml:4: mirrors[1] (c/d): duplicate target 'me/x', already used by mirrors[0] (a/b)"]
+    # the first of two duplicates broken, and a derived target with a valid tp from the defaults: both still seen
+    text = "defaults: {tp: 4}\nmirrors:\n  - upstream: a/model\n    private: 3\n  - upstream: b/model\n"
+    with pytest.raises(HubpadError) as info:
+        parse_mirrors(text)
+    assert len(info.value.problems) == 2 and "duplicate derived target 'model-TP4'" in info.value.problems[1]
+    # a derived target whose tp is broken is unknown: no duplicate is claimed
+    with pytest.raises(HubpadError) as info:
+        parse_mirrors("mirrors:\n  - upstream: a/model\n  - upstream: b/model\n    tp: 0\n")
+    assert len(info.value.problems) == 1

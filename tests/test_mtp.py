@@ -26,7 +26,7 @@ from hubpad.publish.local import LocalPublisher  # noqa: E402
 from hubpad.run.mirror import run_mirror  # noqa: E402
 from hubpad.run.verify import verify_derivative  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
-from tests import gdn_models  # noqa: E402
+from tests import gdn_models, gqa_models  # noqa: E402
 from tests.mtp_harness import assert_same_mtp, load_mtp, mtp_inputs, wrong_head_tail_layout  # noqa: E402
 from tests.test_models_transformers import COMMON  # noqa: E402
 from tests.tiny_moe import HY3_MTP_EXTRAS, add_mtp_layer, randomize  # noqa: E402
@@ -46,6 +46,12 @@ def _glm(tmp_path):
     from tests.test_glm import _build
 
     return _build(tmp_path, use_qk_norm=True)[1]
+
+
+def _glm_lite(tmp_path):
+    from tests.test_glm_lite import build_glm_lite
+
+    return build_glm_lite(tmp_path)[1]
 
 
 def _hy3(tmp_path):
@@ -72,11 +78,23 @@ def _gdn(kind):
 CASES = {
     "deepseek_v3": (_deepseek, 3, "model.layers.2.self_attn.kv_b_proj.weight", True),
     "glm4_moe": (_glm, 3, "model.layers.2.self_attn.q_proj.weight", True),
+    "glm4_moe_lite": (_glm_lite, 6, "model.layers.2.self_attn.kv_b_proj.weight", True),
     "hy_v3": (_hy3, 3, "model.layers.2.self_attn.q_proj.weight", True),
     "qwen3_5_text": (_gdn("qwen3_5_text"), 3, "mtp.layers.0.self_attn.q_proj.weight", False),
     "qwen3_5_moe": (_gdn("qwen3_5_moe"), 6, "mtp.layers.0.self_attn.q_proj.weight", False),
     "qwen3_next": (_gdn("qwen3_next"), 3, "mtp.layers.0.self_attn.q_proj.weight", False),
+    # issue 33 (tests/gqa_models.py): ERNIE-4.5's mtp_block, EXAONE MoE's mtp.layers (no final norm / its own)
+    "ernie4_5_moe": (lambda tmp_path: gqa_models.build_with_mtp("ernie4_5_moe", tmp_path / "upstream"), 3,
+                     "model.mtp_block.0.self_attn.q_proj.weight", False),
+    "exaone_moe": (lambda tmp_path: gqa_models.build_with_mtp("exaone_moe", tmp_path / "upstream"), 6,
+                   "mtp.layers.0.self_attn.q_proj.weight", False),
 }
+
+
+# ERNIE-4.5's MTP logits are read without a final norm (|logits| ~ 100 here) and its block's q_proj grows 4 -> 6
+# heads, which changes how BLAS blocks the same rows' float64 products (7e-15 in the block's output, measured): 2e-14
+# in the logits, 2e-16 of them; every other family's is 0.0.
+LAST_BIT = {"ernie4_5_moe"}
 
 
 def _mirror(src, dst, tp, mutate: str | None = None):
@@ -108,7 +126,8 @@ def test_padded_mtp_block_gives_identical_logits_and_catches_a_layout_bug(tmp_pa
     hidden, ids = mtp_inputs(src)
     assert len(list(block.model.model.layers[0].parameters())) > 5
     assert block(hidden, ids)[1].abs().max() > 1.0
-    assert assert_same_mtp(src, good, f"{layout} TP={tp}") == 0.0
+    delta = assert_same_mtp(src, good, f"{layout} TP={tp}")  # within REL_TOL relative
+    assert delta == 0.0 or layout in LAST_BIT, f"{layout}: max |Δ logits| = {delta}, not 0.0"
 
     bad = tmp_path / "mtp-layout-bug"
     _mirror(src, bad, tp, mutate=target)

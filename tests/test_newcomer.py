@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from hubpad.app.cli import main
 from hubpad.errors import HubpadError
 from hubpad.formats.mirrors_file import parse_mirrors
+from hubpad.render.recipe import DEFAULT_CONTAINER
 from hubpad.testing import build_tiny_hy3
 from hubpad.util.refs import forced_local, is_local
 from hubpad.util.sizes import SIZE_FLOOR, parse_size_floor
@@ -117,6 +118,15 @@ def test_unreachable_hub_names_both_readings_and_leaves_nothing(good, tmp_path, 
 def test_repo_not_found_names_both_readings(hub, tmp_path):
     line = one_error(run("plan", "alice/not-there", "--tp", "3"), 1)
     assert "repository not found" in line and "./alice/not-there" in line
+
+
+def test_gated_upstream_says_so_not_not_found(hub, good):
+    """huggingface_hub's GatedRepoError is a RepositoryNotFoundError: hubpad names the gate, not a missing repo."""
+    hub.seed("acme/gated", {p.name: p for p in Path(good).iterdir() if p.is_file()})
+    hub.set_gated("acme/gated", "manual")
+    line = one_error(run("plan", "acme/gated", "--tp", "3"), 1)
+    assert "gated repository; accept its terms on the Hub with this token's account" in line
+    assert "not found" not in line
 
 
 def test_not_a_repo_id_nor_a_directory(tmp_path):
@@ -281,7 +291,8 @@ def test_check_config_reports_every_mistake_offline_without_token(tmp_path, monk
     assert r.exit_code == 1 and not r.stdout
     lines = r.stderr.splitlines()
     assert len(lines) == 3 and all(line.startswith("error: ") for line in lines), r.stderr
-    assert "hubpad.yaml:4: mirrors[0] (a/b): unknown key 'shardsize'" in lines[0]
+    assert "hubpad.yaml:5: mirrors[0] (a/b): unknown key 'shardsize'" in lines[0]  # the key's line, not the entry's
+    assert "hubpad.yaml:7: mirrors[1] (c/d): tp must be" in lines[1]
     assert "mirrors[1] (c/d): tp must be an integer" in lines[1] and "mirrors[2] (e/f): max_disk" in lines[2]
     assert len(run("check", "--config", bad).stderr.splitlines()) == 3  # online too, before any request
     good_file = tmp_path / "ok.yaml"
@@ -318,6 +329,32 @@ def test_plan_and_advisor_fit_the_terminal(good, monkeypatch):
 def test_advisor_says_which_vocab(good):
     text = run("plan", good).stdout
     assert "vLLM pads the vocab (config.json vocab_size 1000) to 1024, a multiple of 64, and 1024 % 3 != 0" in text
+
+
+def test_shell_completion_works_as_the_readme_says():
+    """The README's line (`eval "$(_HUBPAD_COMPLETE=bash_source hubpad)"`), in a real bash, completes commands and
+    options; click's protocol answers the same without a shell."""
+    complete = {"_HUBPAD_COMPLETE": "bash_complete", "COMP_WORDS": "hubpad mirror --dr", "COMP_CWORD": "2"}
+    code = "from hubpad.app.cli import main; main(prog_name='hubpad')"
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, **complete}, capture_output=True, text=True)
+    assert r.returncode == 0 and "plain,--dry-run" in r.stdout.splitlines(), r
+    script = Path(sys.executable).with_name("hubpad")
+    bash = shutil.which("bash")
+    if not (script.is_file() and bash):
+        pytest.skip("no hubpad console script or bash next to this Python")
+    shell = ('eval "$(_HUBPAD_COMPLETE=bash_source hubpad)"; COMP_WORDS=(hubpad $WORDS); COMP_CWORD=$CWORD; '
+             '_hubpad_completion hubpad; printf "%s\\n" "${COMPREPLY[@]}"')
+    env = {**os.environ, "PATH": f"{script.parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+    for words, cword, expected in (("ch", 1, {"check"}), ("card --dr", 2, {"--dry-run"}),
+                                   ("check --t", 2, {"--to", "--tp"})):
+        r = subprocess.run([bash, "-c", shell], env={**env, "WORDS": words, "CWORD": str(cword)}, capture_output=True,
+                           text=True, timeout=60)
+        got = set(r.stdout.split())  # every command or option that starts so (others may come): at least these
+        prefix = words.split()[-1]
+        assert r.returncode == 0 and expected <= got and all(w.startswith(prefix) for w in got), (words, got, r.stderr)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert 'eval "$(_HUBPAD_COMPLETE=bash_source hubpad)"' in readme
 
 
 def test_verify_json_prints_json_when_it_fails(good, tmp_path):
@@ -357,8 +394,9 @@ def test_local_card_names_the_folder_or_the_repo_id_given(good, tmp_path):
     assert r.exit_code == 0 and "hubpad.json" in r.stdout and "vllm serve alice/later" in (dst / "README.md").read_text()
     assert json.loads((dst / "hubpad.json").read_text())["target"]["repo_id"] == "alice/later"
     assert "card is up to date" in run("card", dst).stdout
-    assert "error: --repo-id" in one_error(run("mirror", good, "--tp", "3", "--to", tmp_path / "x", "--repo-id",
-                                               "not a repo"), 1)
+    for command in (("mirror", good, "--tp", "3", "--to", tmp_path / "x"), ("card", dst)):  # a usage mistake: 2
+        assert "'--repo-id': 'not a repo' is not a Hub repo id" in one_error(run(*command, "--repo-id", "not a repo"), 2)
+    assert not (tmp_path / "x").exists()
 
 
 # ------------------------------------------------------------------------------------------------ cards, followed
@@ -394,9 +432,12 @@ def _vllm_source_words() -> str | None:
 class CardFollower:
     """Runs or checks every command a card prints; each must parse and name a path or repo that exists."""
 
-    def __init__(self, tp: int, cwd: Path, hub=None):
+    def __init__(self, tp: int, cwd: Path, hub=None, recipe_image: str | None = None):
         self.tp, self.cwd, self.hub, self.seen = tp, cwd, hub, []
         self.vllm_words = _vllm_source_words()
+        self.built: list[str] = []  # images the card builds (the vocab plugin's)
+        self.recipe_image = recipe_image or DEFAULT_CONTAINER
+        self.in_containers: list[list[str]] = []  # the `vllm serve` argv of each `docker run`
 
     def model_exists(self, model: str, revision: str | None = None) -> None:
         if model.startswith("/"):
@@ -445,9 +486,30 @@ class CardFollower:
         assert project["project"]["name"]
 
     def _docker(self, argv):
+        if argv[1] == "run":
+            return self._docker_run(argv)
         assert argv[1] == "build"
         assert self.path(argv[argv.index("-f") + 1]).is_file() and self.path(argv[-1]).is_dir()
         assert argv[argv.index("--build-arg") + 1].startswith("BASE_IMAGE=")
+        self.built.append(argv[argv.index("-t") + 1])
+
+    def _docker_run(self, argv):
+        """`docker run` parses (every option one `docker run` has, with its value), runs `vllm serve` in an image the
+        card names (the recipe's, or the one the card builds with the vocab plugin), and sees the model."""
+        options, image, command = parse_docker_run(argv)
+        assert options["--entrypoint"] == ["vllm"] and command[0] == "serve"
+        assert options["--gpus"] == ["all"] and options["--ipc"] == ["host"] and "--rm" in options
+        multi_node = "--nnodes" in command
+        assert options.get("--network") == (["host"] if multi_node else None)
+        assert options.get("-p") == (None if multi_node else ["8000:8000"])
+        model = command[1]
+        if model.startswith("/"):
+            assert options["-v"] == [f"{model}:{model}:ro"]  # the folder, at the path the command names
+        else:
+            assert options["-v"] == ["~/.cache/huggingface:/root/.cache/huggingface"] and "HF_TOKEN" in options["-e"]
+        assert image in self.built or image == self.recipe_image, (image, self.built)
+        self.in_containers.append(command)
+        self._vllm(["vllm", *command])
 
     def _vllm(self, argv):
         assert argv[1] == "serve"
@@ -480,6 +542,34 @@ def _follow(card: str, follower: CardFollower) -> None:
     assert {"sparkrun", "vllm", "pip", "docker", "hubpad"} <= tools, tools
     nodes = [a for a in commands if a[0] == "vllm" and "--nnodes" in a]
     assert sorted(int(a[a.index("--node-rank") + 1]) for a in nodes) == list(range(follower.tp))
+    # the container form: the one-machine command and every node's, word for word
+    assert follower.in_containers == [a[1:] for a in commands if a[:2] == ["vllm", "serve"]]
+
+
+# `docker run`'s options used by the card: those that take a value, and flags (docker's reference)
+DOCKER_RUN_VALUES = {"-p", "--publish", "-v", "--volume", "-e", "--env", "--network", "--entrypoint", "--gpus", "--ipc",
+                     "--ulimit", "--device", "--shm-size", "--name"}
+DOCKER_RUN_FLAGS = {"--rm", "--privileged", "-d", "--detach", "-i", "-t", "-it"}
+
+
+def parse_docker_run(argv: list[str]) -> tuple[dict[str, list[str]], str, list[str]]:
+    """`docker run [OPTIONS] IMAGE [COMMAND...]` as {option: [values]}, IMAGE, COMMAND; an unknown option fails."""
+    assert argv[:2] == ["docker", "run"], argv
+    options: dict[str, list[str]] = {}
+    i = 2
+    while argv[i].startswith("-"):
+        name, eq, value = argv[i].partition("=")
+        if name in DOCKER_RUN_FLAGS and not eq:
+            options[name] = []
+            i += 1
+            continue
+        assert name in DOCKER_RUN_VALUES, f"not a docker run option the card should use: {name}"
+        if not eq:
+            i += 1
+            value = argv[i]
+        options.setdefault(name, []).append(value)
+        i += 1
+    return options, argv[i], argv[i + 1:]
 
 
 def test_local_card_followed_command_by_command(good, tmp_path, monkeypatch):
@@ -517,21 +607,161 @@ print(json.dumps([{k: getattr(ns, k) for k in ("model_tag", "tensor_parallel_siz
 
 @pytest.mark.serve
 def test_card_serve_commands_parse_with_vllms_own_parser(good, tmp_path):
-    """Every `vllm serve` line of a card (one machine, and each node of the multi-node launch) is accepted by the
-    argument parser of the vLLM in HUBPAD_VLLM_PYTHON (no engine is started)."""
+    """Every `vllm serve` line of a card (one machine, and each node of the multi-node launch), bare and in its
+    `docker run` form, is accepted by the argument parser of the vLLM in HUBPAD_VLLM_PYTHON (no engine is started)."""
     from tests import serving
 
     dst = tmp_path / "loc"
     assert run("mirror", good, "--tp", "3", "--to", dst).exit_code == 0
-    lines = [argv[2:] for argv in bash_commands((dst / "README.md").read_text()) if argv[:2] == ["vllm", "serve"]]
+    commands = bash_commands((dst / "README.md").read_text())
+    lines = [argv[2:] for argv in commands if argv[:2] == ["vllm", "serve"]]
+    lines += [parse_docker_run(argv)[2][1:] for argv in commands if argv[:2] == ["docker", "run"]]
     (tmp_path / "lines.json").write_text(json.dumps(lines))
     (tmp_path / "parse.py").write_text(PARSE_WITH_VLLM)
     r = subprocess.run([serving.vllm_python(), str(tmp_path / "parse.py"), str(tmp_path / "lines.json")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     parsed = json.loads(r.stdout.strip().splitlines()[-1])
-    assert len(parsed) == 4 and all(p["model_tag"] == str(dst) and p["tensor_parallel_size"] == 3 for p in parsed)
-    assert [(p["nnodes"], p["node_rank"], p["headless"]) for p in parsed] == [(1, 0, False), (3, 0, False),
-                                                                              (3, 1, True), (3, 2, True)]
-    assert {p["master_addr"] for p in parsed[1:]} == {"HEAD_IP"}
+    assert len(parsed) == 8 and all(p["model_tag"] == str(dst) and p["tensor_parallel_size"] == 3 for p in parsed)
+    assert [(p["nnodes"], p["node_rank"], p["headless"]) for p in parsed] == 2 * [(1, 0, False), (3, 0, False),
+                                                                                  (3, 1, True), (3, 2, True)]
+    assert {p["master_addr"] for p in parsed[1:4] + parsed[5:]} == {"HEAD_IP"}
 
+
+
+# ------------------------------------------------------------------------------------------------ issue 32
+
+
+def _generated_files_are_listed_truly(dst: Path) -> None:
+    """hubpad.json's generated files and the card's "Files written by hubpad" are the same list, and every file in it
+    exists (nothing hubpad wrote before is left unlisted either)."""
+    listed = json.loads((dst / "hubpad.json").read_text())["files"]["generated"]
+    card = (dst / "README.md").read_text()
+    assert re.search(r"Files written by hubpad: (.*)\.", card)[1] == ", ".join(f"`{f}`" for f in listed)
+    assert all((dst / f).is_file() for f in listed), listed
+    assert {p.name for p in dst.glob("*.yaml")} <= set(listed)
+
+
+def test_dry_run_reaches_the_runs_verdict(good, tmp_path):
+    """One rule for both: a target the run would call up to date, refuse or build, the dry run says so; it writes
+    nothing (not even the folder), and --json is JSON."""
+    dst = tmp_path / "t6"
+    r = run("mirror", good, "--tp", "6", "--to", dst, "--dry-run")
+    assert r.exit_code == 0 and "dry run: would publish" in r.stdout and not dst.exists()
+    assert run("mirror", good, "--tp", "6", "--to", dst).exit_code == 0
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in dst.iterdir())
+    for args in ((), ("--json",)):
+        r = run("mirror", good, "--tp", "6", "--to", dst, "--dry-run", *args)
+        assert r.exit_code == 0, r.output
+        if args:
+            verdict = json.loads(r.stdout)
+            assert verdict["up_to_date"] is True and verdict["would_publish"] is False
+            assert verdict["holds"]["tp"] == 6 and verdict["plan"]["tp"] == 6
+            assert verdict["disk"] is None  # nothing to write: no room to check
+        else:
+            assert r.stdout.splitlines()[-1] == "dry run: " + run("mirror", good, "--tp", "6", "--to", dst).stdout.strip()
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    for target, extra in ((foreign, ()), (dst, ("--tp", "3"))):  # not ours; another TP: the run's own refusal
+        args = ("mirror", good, "--to", target, *(extra or ("--tp", "6")))
+        line = one_error(run(*args, "--dry-run"), 1)
+        assert line == one_error(run(*args), 1)
+        assert ("was not made by hubpad" in line) if target == foreign else ("holds a derivative of" in line)
+        assert "dry run: would publish" in run(*args, "--dry-run", "--force").stdout  # as the run would, forced
+    r = run("mirror", good, "--tp", "3", "--to", dst, "--dry-run", "--force", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["would_publish"] is True
+    assert json.loads(r.stdout)["disk"]["said"].startswith("disk: the derivative needs ")  # the room the run checks
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in dst.iterdir()) == before  # nothing written
+    assert (foreign / "notes.txt").read_text() == "mine" and not list(tmp_path.glob(".*hubpad*"))
+
+
+def test_dry_run_on_the_hub_creates_nothing(hub, good):
+    target = "alice/Tiny-Hy3-TP3"
+    r = run("mirror", good, "--tp", "3", "--to", target, "--dry-run", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["would_publish"] is True and not hub.repo_exists(target)
+    assert run("mirror", good, "--tp", "3", "--to", target).exit_code == 0
+    branches = hub.branches(target)
+    r = run("mirror", good, "--tp", "3", "--to", target, "--dry-run")
+    assert r.exit_code == 0 and r.stdout.splitlines()[-1].startswith(f"dry run: {target} is up to date")
+    assert hub.branches(target) == branches  # no staging branch made, nothing committed
+    hub.seed("alice/theirs", {"precious.txt": b"x"})
+    assert "hubpad did not create it" in one_error(run("mirror", good, "--tp", "3", "--to", "alice/theirs",
+                                                       "--dry-run"), 1)
+
+
+def test_check_reads_the_tp_the_target_holds_and_says_why_it_is_stale(good, tmp_path):
+    dst = tmp_path / "tiny-tp3"  # named tp3, holds TP 6
+    assert run("mirror", good, "--tp", "6", "--to", dst).exit_code == 0
+    r = run("check", good, "--to", dst)
+    assert r.exit_code == 0 and r.stdout.strip() == f"up-to-date: {good} -> {dst} (tp 6)"
+    r = run("check", good, "--to", dst, "--tp", "3")
+    assert r.stdout.strip() == f"stale: {good} -> {dst} (tp 3; holds TP 6, checked for TP 3)"
+    m = json.loads(run("check", good, "--to", dst, "--tp", "3", "--json").stdout)
+    assert m["status"] == "stale" and m["reason"] == "holds TP 6, checked for TP 3" and m["changed"] is True
+    moved = tmp_path / "moved"
+    shutil.copytree(good, moved)
+    (moved / "LICENSE").write_text("changed\n")
+    m = json.loads(run("check", moved, "--to", dst, "--json").stdout)
+    assert m["status"] == "stale" and m["reason"].startswith("upstream ") and ", recorded " in m["reason"]
+
+
+def test_card_with_a_new_repo_id_removes_the_old_recipe_and_keeps_the_lists_true(good, tmp_path):
+    dst = tmp_path / "tiny"
+    assert run("mirror", good, "--tp", "6", "--to", dst).exit_code == 0
+    _generated_files_are_listed_truly(dst)
+    before = {p.name: p.read_bytes() for p in dst.iterdir() if p.is_file()}
+    r = run("card", dst, "--repo-id", "my-org/Other-TP6", "--dry-run")
+    assert r.exit_code == 0 and "dry run: would update" in r.stdout and "remove tiny.yaml" in r.stdout
+    assert "updated" not in r.stdout and {p.name: p.read_bytes() for p in dst.iterdir() if p.is_file()} == before
+    r = run("card", dst, "--repo-id", "my-org/Other-TP6")
+    assert r.exit_code == 0 and "removed tiny.yaml" in r.stdout
+    assert (dst / "other-tp6.yaml").is_file() and not (dst / "tiny.yaml").exists()
+    _generated_files_are_listed_truly(dst)
+    assert run("card", dst).stdout.strip() == f"{dst}: card is up to date"
+    for text in ((dst / "README.md").read_text(), (dst / "other-tp6.yaml").read_text()):
+        assert str(good) not in text and str(dst) not in text  # meant for upload: no local path
+    assert "local folder" in (dst / "README.md").read_text() and f"`{good.name}`" in (dst / "README.md").read_text()
+
+
+def test_hub_card_removes_what_an_earlier_render_wrote(hub, good):
+    """A Hub target whose hubpad.json lists a recipe the card no longer renders (its repo was renamed): one commit
+    deletes it, and the lists are true again; hubpad never deletes a file it did not list."""
+    up, target = "RedHatAI/Tiny-Hy3", "alice/Tiny-Hy3-TP3"
+    hub.seed(up, {p.relative_to(good).as_posix(): p for p in good.rglob("*") if p.is_file()}, message="upload")
+    assert run("mirror", up, "--tp", "3", "--to", target).exit_code == 0
+    manifest = json.loads(hub.file_bytes(target, "hubpad.json"))
+    manifest["files"]["generated"].append("old-name.yaml")
+    hub.seed(target, {"hubpad.json": json.dumps(manifest), "old-name.yaml": "recipe: old\n", "notes.yaml": "mine\n"})
+    r = run("card", target, "--dry-run")
+    assert r.exit_code == 0 and "remove old-name.yaml" in r.stdout and "old-name.yaml" in hub.files(target)
+    commits = len(hub.commits(target))
+    r = run("card", target)
+    assert r.exit_code == 0 and "removed old-name.yaml" in r.stdout and len(hub.commits(target)) == commits + 1
+    files = hub.files(target)
+    assert "old-name.yaml" not in files and "notes.yaml" in files
+    listed = json.loads(hub.file_bytes(target, "hubpad.json"))["files"]["generated"]
+    assert "old-name.yaml" not in listed and all(f in files for f in listed)
+    assert f"`{listed[-1]}`." in hub.file_bytes(target, "README.md").decode()
+
+
+def test_offline_mode_names_both_readings(good, tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE=1: an ambiguous out2/tp3 gets the local reading and the ./ spelling, as a network error does."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.chdir(tmp_path)
+    for args in (("mirror", good, "--tp", "3", "--to", "out2/tp3"), ("plan", "out2/tp3", "--tp", "3"),
+                 ("check", "out2/tp3", "--to", "./x", "--tp", "3"), ("card", "out2/tp3")):
+        line = one_error(run(*args, env={"HF_TOKEN": "hf_unused"}), 1)
+        assert "offline mode is enabled" in line and "HF_HUB_OFFLINE" in line, line
+        assert "read as a Hub repo id" in line and "write ./out2/tp3" in line, line
+    r = subprocess.run([sys.executable, "-m", "hubpad.app.cli", "plan", "out2/tp3", "--tp", "3"], cwd=tmp_path,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "offline mode is enabled" in r.stderr and "./out2/tp3" in r.stderr, r.stderr
+
+
+def test_force_help_says_everything_it_allows():
+    text = " ".join(run("mirror", "--help").stdout.split())
+    assert "a target hubpad did not create" in text and "another TP or another upstream" in text

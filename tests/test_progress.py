@@ -43,6 +43,19 @@ def test_meter_words(clock):
     assert m.line(clock.now, final=True) == "model-00001-of-00002.safetensors: 2.3 GB in 5.6s (410.7 MB/s)"
 
 
+def test_a_meters_lines_are_read_back_from_a_log(clock):
+    """A page that follows a job's log tells its progress lines from the rest (run_progress.line_kind)."""
+    m = Meter("model-00001-of-00002.safetensors", 2_300_000_000)
+    assert run_progress.line_kind(m.line(clock.now)) == "live"  # no byte yet: ETA ?
+    clock.now += 2.0
+    m.update(820_000_000)
+    assert run_progress.line_kind(m.line(clock.now)) == "live"
+    assert run_progress.line_kind(m.line(clock.now, final=True)) == "final"
+    for other in ("published alice/x: https://huggingface.co/alice/x", "resuming: 2 shard(s) already staged on "
+                  "hubpad-staging", "scratch disk: up to 45.0 GB (--max-disk) under /tmp/hubpad-1", ""):
+        assert run_progress.line_kind(other) is None
+
+
 def _stderr(monkeypatch, tty: bool) -> io.StringIO:
     err = io.StringIO()
     err.isatty = lambda: tty

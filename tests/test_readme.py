@@ -100,3 +100,25 @@ def test_readme_says_how_to_serve_on_three_machines_without_sparkrun():
     for words in ("--nnodes 3", "--node-rank 0", "--master-addr HEAD_IP", "--headless", "every node",
                   "pip install sparkrun", "https://github.com/spark-arena/sparkrun", ":latest"):
         assert words in serve, words
+
+
+def test_readme_multi_node_lines_carry_the_one_machine_flags():
+    """Every node's line of the README's example (issue 32: nodes 2 and 3 dropped the card's flags) has the one-machine
+    command's flags (through the FLAGS array), then its own rank; the commands and options it lists exist."""
+    import shlex
+
+    serve = README.split("## Serve it on your GPUs or Sparks", 1)[1].split("\n## ", 1)[0]
+    blocks = "\n".join(re.findall(r"```bash\n(.*?)```", serve, re.S)).replace("\\\n", " ")
+    flags = shlex.split(re.search(r"^FLAGS=\((.*?)\)$", blocks, re.S | re.M)[1], comments=True)
+    lines = [shlex.split(c, comments=True) for c in blocks.splitlines() if c.startswith("vllm serve")]
+    lines = [sum(([*flags] if w == "${FLAGS[@]}" else [w] for w in a), []) for a in lines]
+    one, nodes = lines[0], [a for a in lines if "--nnodes" in a]
+    assert len(nodes) == 3 and all(a[:len(one)] == one for a in nodes), nodes
+    assert [a[a.index("--node-rank") + 1] for a in nodes] == ["0", "1", "2"]
+    assert [("--headless" in a) for a in nodes] == [False, True, True]
+    assert all(a[a.index("--nnodes") + 1] == "3" and a[a.index("--master-addr") + 1] == "HEAD_IP" for a in nodes)
+    table = README.split("### Commands", 1)[1].split("\n### ", 1)[0]
+    for command, option in (("check", "--tp"), ("card", "--dry-run"), ("mirror", "--templates"),
+                            ("mirror", "--num-speculative-tokens")):
+        assert option in next(row for row in table.splitlines() if row.startswith(f"| `hubpad {command} ")), option
+        assert option in cli.main.commands[command].get_help(cli.click.Context(cli.main.commands[command]))

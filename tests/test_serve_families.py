@@ -40,7 +40,23 @@ CASES = [
     pytest.param("deepseek_v3", 3, id="deepseek_v3-tp3"),
     pytest.param("deepseek_v3", 6, id="deepseek_v3-tp6"),
     pytest.param("kimi_k2", 3, id="kimi_k2-tp3"),
+    pytest.param("glm4_moe_lite", 3, id="glm4_moe_lite-tp3"),
+    pytest.param("glm4_moe_lite", 6, id="glm4_moe_lite-tp6"),
+    pytest.param("deepseek_v2", 3, id="deepseek_v2-tp3"),  # through the card's --hf-overrides (a config class)
     pytest.param("minimax_m2", 3, id="minimax_m2-tp3"),  # q/k rescaled (float32 checkpoint, softmax routing)
+    # the GQA families with config quirks (issue 33, docs/families/gqa-quirks.md): head_dim written where the classes
+    # would take hidden // heads (ERNIE, Cohere), Command R+'s per-head q/k LayerNorm rows, Laguna's per-layer heads
+    # (its MLPs dense: the CPU router refuses its MoE, test_laguna_moe_sigmoid_routing_stops_in_the_cpu_router)
+    pytest.param("ernie4_5_moe", 3, id="ernie4_5_moe-tp3"),
+    pytest.param("exaone4", 3, id="exaone4-tp3"),
+    pytest.param("exaone4", 6, id="exaone4-tp6"),
+    pytest.param("exaone_moe", 3, id="exaone_moe-tp3"),
+    pytest.param("cohere2", 3, id="cohere2-tp3"),
+    pytest.param("cohere", 3, id="cohere-tp3"),
+    pytest.param("cohere2_moe", 3, id="cohere2_moe-tp3"),
+    pytest.param("afmoe", 3, id="afmoe-tp3"),
+    pytest.param("laguna", 3, id="laguna-tp3"),
+    pytest.param("laguna", 6, id="laguna-tp6"),
 ]
 
 
@@ -120,6 +136,16 @@ def test_minimax_m2_published_sigmoid_routing_stops_in_the_cpu_router(zoo, tmp_p
     assert 'assert self.scoring_func == "softmax"' in run.log and "AssertionError" in run.log
 
 
+def test_laguna_moe_sigmoid_routing_stops_in_the_cpu_router(zoo, tmp_path):
+    """Laguna's MoE block (laguna.py LagunaMoE) routes with `scoring_func="sigmoid"` hard-coded, whatever config.json
+    says, and vLLM's CPU router takes softmax only there (`assert self.scoring_func == "softmax"`): the unpadded original
+    stops. The serving tier serves Laguna with dense MLPs instead ("laguna" above: its per-layer heads padded), and the
+    MoE padding is proven in float64 (tests/test_gqa_families.py)."""
+    run = serving.run_vllm([serving.job(zoo.upstream("laguna-moe"), 1)], tmp_path / "run")
+    assert not (run.results and run.results[0]["ok"])
+    assert 'assert self.scoring_func == "softmax"' in run.log and "AssertionError" in run.log
+
+
 def test_minimax_m3_has_no_path_in_vllms_cpu_build(tmp_path):
     """vLLM's MiniMax-M3 classes (vllm/models/minimax_m3: nvidia/ on every platform but ROCm) cannot run on its CPU
     build. Here the engine stops first at the model inspection: nvidia/model.py imports common/mm_preprocess.py, whose
@@ -160,3 +186,14 @@ def test_minimax_m3_has_no_path_in_vllms_cpu_build(tmp_path):
                          env=serving.vllm_env()).stdout
     assert "'_OpNamespace' '_C' object has no attribute 'fused_minimax_m3_qknorm_rope_kv_insert'" in out
     assert "No module named 'flashinfer'" in out
+
+
+def test_deepseek_v2_derivative_without_the_cards_route_stops(zoo):
+    """The card's --hf-overrides is what makes a padded DeepSeek-V2 load: without it vLLM reads config.json with
+    transformers' DeepseekV2Config, which refuses 6 heads on hidden 128 before a weight is read (adapters/deepseek_v2.py:
+    the message the card quotes)."""
+    derivative = zoo.derivative("deepseek_v2", 3)
+    run = serving.run_vllm([serving.job(derivative, 3, **zoo.engine("deepseek_v2"))], derivative.parent / "run-no-route",
+                           plugins=zoo.plugin(derivative))
+    assert not (run.results and run.results[0]["ok"]), "vLLM now loads a padded DeepSeek-V2 without the route"
+    assert "The hidden size (128) is not a multiple of the number of attention heads (6)." in run.log

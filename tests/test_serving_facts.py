@@ -117,7 +117,7 @@ def test_late_2026_families_state_their_minimum_vllm():
     """The late-2026 families' first releases, read in vLLM's wheels (vllm.py): every feature they use is in the table,
     so the card states a minimum; the latest feature sets it (the MTP class for DeepSeek-V3.2 / GLM-5, the class for
     the others). A published config without MTP layers (LongCat-Flash's) needs no MTP class."""
-    from tests import dsa_real, dsv4_real, linear_real, minimax_real
+    from tests import dsa_real, dsv4_real, dsv41_real, linear_real, mimo_real, minimax_real
 
     cases = [  # config, tool, reasoning, minimum, the first of what sets it
         (dsa_real.DEEPSEEK_V32_CONFIG, "deepseek_v32", "deepseek_v3", "0.29.0", "DeepSeek-V3.2 / GLM-5 MTP"),
@@ -128,6 +128,9 @@ def test_late_2026_families_state_their_minimum_vllm():
         (dsa_real.HY4_CONFIG, "hy_v4", "hy_v4", "0.29.0", "HYV4ForCausalLM"),
         (dsa_real.LONGCAT_FLASH_CONFIG, "longcat", None, "0.11.0", "LongcatFlashForCausalLM"),
         (dsv4_real.FLASH_CONFIG, "deepseek_v4", "deepseek_v4", "0.20.0", "DeepseekV4ForCausalLM"),
+        (dsv41_real.FLASH, "deepseek_v41", "deepseek_v41", "0.30.0", "DeepseekV41ForCausalLM"),
+        # MiMo-V2.5 with its tower: MiMoV2OmniForCausalLM from 0.21.0, its fused FP8 qkv_proj read at any TP from 0.31.0
+        (mimo_real.MIMO_V2_5, "mimo", "mimo", "0.31.0", "MiMo-V2.5's fused FP8 qkv_proj"),
         (minimax_real.M3_CONFIG, "minimax_m3", "minimax_m3", "0.24.0", "MiniMaxM3SparseForConditionalGeneration"),
         (linear_real.KIMI_LINEAR_48B_CONFIG, "kimi_k2", None, "0.11.1", "KimiLinearForCausalLM"),
         (linear_real.KIMI_K3_CONFIG, "kimi_k3", "kimi_k3", "0.27.0", "KimiK3ForConditionalGeneration"),
@@ -140,6 +143,10 @@ def test_late_2026_families_state_their_minimum_vllm():
         assert all(f in FIRST_RELEASE for f in s["vllm_features"]), (config["model_type"], s["vllm_features"])
         got = min_vllm(s["vllm_features"])
         assert (got["version"], got["because"][0].startswith(first)) == (version, True), (config["model_type"], got)
+    mimo = adapter_for(mimo_real.MIMO_V2_5).serving(mimo_real.MIMO_V2_5)
+    assert "arch:MiMoV2OmniForCausalLM" in mimo["vllm_features"]  # what vLLM makes of a vision_config
+    v41 = adapter_for(dsv41_real.FLASH).serving(dsv41_real.FLASH)
+    assert v41["speculative_config"] == {"method": "dspark", "num_speculative_tokens": 5}  # vLLM refuses "mtp" on V4.1
     qwen38 = adapter_for(linear_real.QWEN38_FLASH_NEXT_CONFIG).serving(linear_real.QWEN38_FLASH_NEXT_CONFIG)
     assert "spec:qwen4_exp_mtp" in qwen38["vllm_features"] and "spec:qwen3_5_mtp" not in qwen38["vllm_features"]
 
@@ -169,6 +176,33 @@ def test_an_unread_feature_states_no_minimum(monkeypatch):
     unread = {"version": None, "because": [], "unread": ["NewForCausalLM"]}
     assert min_vllm(["arch:NewForCausalLM", "tool:hermes"]) == unread
     assert min_vllm(["tool:hermes"])["version"] == "0.6.0"
+
+
+def test_mla_line_states_its_minimum_vllm():
+    """GLM-4.7-Flash, DeepSeek-V2 (with its --hf-overrides route), K2-Horizon and Dots3 Note: parsers, MTP, extra
+    flags and the minimum vLLM their published configs give, every feature read in the wheels (vllm.py)."""
+    from tests import mla_line_real as real
+
+    cases = [  # config, tool, reasoning, MTP tokens, extra args, minimum, the first of what sets it
+        (real.GLM4_7_FLASH_CONFIG, "glm47", "glm45", 1, [], "0.15.0", "Glm4MoeLiteForCausalLM"),
+        (real.DEEPSEEK_V2_CONFIG, None, None, None, [], "0.5.1", "DeepseekV2ForCausalLM"),
+        (real.K2_HORIZON_375B_CONFIG, "k2_horizon", "k2_horizon", None, ["--trust-remote-code"], "0.30.0",
+         "K2HorizonForCausalLM"),
+        (real.DOTS3_NOTE_CONFIG, "dots", None, 1, [], "0.28.0", "Dots3NoteForCausalLM"),
+    ]
+    for config, tool, reasoning, mtp, extra, version, first in cases:
+        s = adapter_for(config).serving(config)
+        assert (s["tool_call_parser"], s["reasoning_parser"]) == (tool, reasoning), config["model_type"]
+        assert (s["speculative_config"] or {}).get("num_speculative_tokens") == mtp, config["model_type"]
+        assert s["extra_args"] == extra and all(f in FIRST_RELEASE for f in s["vllm_features"])
+        got = min_vllm(s["vllm_features"])
+        assert got["version"] == version and got["because"][0] == first, (config["model_type"], got)
+    # DeepSeek-V2's padded heads never divide its hidden size: the route, read for 0.20.0, sets the card's minimum
+    adapter = adapter_for(real.DEEPSEEK_V2_CONFIG)
+    route = adapter.route_for(dict(real.DEEPSEEK_V2_CONFIG, num_attention_heads=129, num_key_value_heads=129))
+    assert route["hf_overrides"] == {"model_type": "deepseek_v32"}
+    assert min_vllm(route["features"])["version"] == "0.20.0"
+    assert adapter.route_for(real.DEEPSEEK_V2_CONFIG) is None  # 5120 % 128 == 0: nothing to route
 
 
 def test_nemotron_h_flags_and_minimum_vllm():
@@ -218,3 +252,35 @@ def test_nemotron_h_puzzle_flags_and_minimum_vllm():
     s = adapter_for(dense).serving(dense)
     assert (s["tool_call_parser"], min_vllm(s["vllm_features"])) == (None, {
         "version": "0.17.0", "because": ["a Nemotron-H Puzzle's per-layer MLP widths"]})
+
+
+def test_gqa_quirk_families_state_their_minimum_vllm():
+    """The GQA families with config quirks (issue 33), on their published configs (tests/gqa_real.py): parsers, MTP,
+    and the first release of every class, parser and head_dim reading they need (vllm.py, read in the wheels).
+    Cohere2's 0.29.0 is commandr.py's first release that reads config.head_dim; K-EXAONE's published
+    "ExaoneMoEForCausalLM" spelling is registered again only from 0.32.0 (0.27.0-0.31.0 know "ExaoneMoeForCausalLM")."""
+    from tests import bailing_models, gqa_real
+
+    cases = [  # config, tool, reasoning, speculative method, minimum, the first of what sets it
+        (gqa_real.ERNIE_300B, None, None, "mtp", "0.11.0", 'speculative method "mtp"'),
+        (gqa_real.ERNIE_21B, None, None, None, "0.9.2", "Ernie4_5_MoeForCausalLM"),
+        (gqa_real.EXAONE4_32B, "hermes", None, None, "0.10.0", "Exaone4ForCausalLM"),
+        (gqa_real.K_EXAONE, "hermes", None, "mtp", "0.32.0", "ExaoneMoEForCausalLM"),
+        (dict(gqa_real.K_EXAONE, architectures=["ExaoneMoeForCausalLM"]), "hermes", None, "mtp", "0.27.0",
+         "ExaoneMoeForCausalLM"),
+        (gqa_real.COMMAND_A, "cohere_command3", "cohere_command3", None, "0.29.0", "CohereForCausalLM reading head_dim"),
+        (dict(gqa_real.COMMAND_A, model_type="cohere2_moe", architectures=["Cohere2MoeForCausalLM"]),
+         "cohere_command3", "cohere_command3", None, "0.21.0", "Cohere2MoeForCausalLM"),
+        (gqa_real.COMMAND_R_PLUS, None, None, None, "0.29.0", "CohereForCausalLM reading head_dim"),
+        (gqa_real.TRINITY_LARGE, None, None, None, "0.11.1", "AfmoeForCausalLM"),
+        (gqa_real.LAGUNA_XS2, "poolside_v1", "poolside_v1", None, "0.21.0", "LagunaForCausalLM"),
+        (bailing_models.CONFIG, None, None, None, "0.11.0", "BailingMoeV2ForCausalLM"),
+    ]
+    for config, tool, reasoning, method, version, first in cases:
+        s = adapter_for(config).serving(config)
+        assert (s["tool_call_parser"], s["reasoning_parser"]) == (tool, reasoning), config["model_type"]
+        assert (s["speculative_config"] or {}).get("method") == method, config["model_type"]
+        assert all(f in FIRST_RELEASE for f in s["vllm_features"]), (config["model_type"], s["vllm_features"])
+        got = min_vllm(s["vllm_features"])
+        assert (got["version"], got["because"][0].startswith(first)) == (version, True), (config["model_type"], got)
+    assert adapter_for(bailing_models.CONFIG).serving(bailing_models.CONFIG)["extra_args"] == ["--trust-remote-code"]

@@ -257,6 +257,24 @@ def test_max_disk_and_workdir_with_a_local_destination(src, reference, tmp_path)
     assert _mirror(src, tmp_path / "c", "--max-disk", "40MB").exit_code == 0
 
 
+def test_a_dry_run_says_the_run_would_stop_over_max_disk(src, tmp_path):
+    """The dry run reaches the run's verdict on the room too: over --max-disk, it says the run would stop, with the
+    run's own figure; it writes nothing."""
+    from hubpad.util.sizes import human
+
+    dst = tmp_path / "b"
+    dry = _mirror(src, dst, "--max-disk", "5MB", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    said = dry.stdout.splitlines()[-1]
+    assert said.startswith("disk: the derivative needs ") and \
+        said.endswith("(over --max-disk 5.0 MB: the run would stop before writing)"), said
+    disk = json.loads(_mirror(src, dst, "--max-disk", "5MB", "--dry-run", "--json").stdout)["disk"]
+    assert disk["stops"] == "over --max-disk 5.0 MB" and disk["need"] > 5 * MB and said.startswith(disk["said"])
+    line = _one_error(_mirror(src, dst, "--max-disk", "5MB"))
+    assert f"the derivative needs {human(disk['need'])} of disk beside it" in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_max_disk_above_what_the_hub_work_directory_has_is_lowered(hub, tmp_path):
     from tests.test_hub_mirror import UP, _seed_dir
 
@@ -271,6 +289,21 @@ def test_max_disk_above_what_the_hub_work_directory_has_is_lowered(hub, tmp_path
         assert r.exit_code == 0, r.output
         assert f"warning: --max-disk 50.0 MB, but " in r.stderr and f"free on {disk}: scratch kept to" in r.stderr
         assert [p for p in disk.rglob("*") if p.is_file()] == []
+
+
+def test_max_disk_below_the_largest_shard_is_refused_once_dry_run_or_not(hub, tmp_path):
+    """The one check of --max-disk against the largest output shard (HubPublisher.inspect): a dry run and a run
+    refuse alike, before anything is created on the Hub or on disk."""
+    from tests.test_hub_mirror import TARGET, UP, _seed_dir
+
+    _seed_dir(hub, UP, build_tiny_hy3(tmp_path / "up"))
+    work = tmp_path / "work"
+    args = ("mirror", UP, "--tp", "3", "--shard-size", SHARD, "--workdir", work, "--max-disk", "1MB")
+    line = _one_error(cli(*args, "--dry-run"))
+    assert line == _one_error(cli(*args))
+    assert line.startswith("error: --max-disk 1.0 MB is smaller than the largest output shard (") and \
+        line.endswith("); lower --shard-size or raise --max-disk"), line
+    assert not work.exists() and not hub.repo_exists(TARGET)
 
 
 # ------------------------------------------------------------------------------------------------ every write call

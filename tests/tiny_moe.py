@@ -65,6 +65,21 @@ def add_mtp_layer(path, cfg, dtype=torch.float64, extras=MTP_EXTRAS) -> None:
     save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
 
 
+def build_with_mtp(tmp_path, model_type: str, kwargs: dict):
+    """A tiny float64 `model_type` (transformers' own class, random O(1) weights) saved under `tmp_path/upstream` with an
+    MTP layer appended: (model, path)."""
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.CONFIG_MAPPING[model_type](**kwargs)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, experts_implementation="eager").double().eval()
+    randomize(model)
+    path = tmp_path / "upstream"
+    model.save_pretrained(path)
+    add_mtp_layer(path, cfg)
+    return model, path
+
+
 def assert_same_logits(model, padded_path, label: str, vocab: int, rel_tol: float = 1e-12) -> float:
     """Load the padded checkpoint in float64 and compare its logits with `model`'s; returns max |Δ|.
 

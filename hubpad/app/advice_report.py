@@ -53,20 +53,27 @@ def cost_cells(row: Row) -> list[str]:
             f"+{row.mlp_flops_pct:.1f}%"]
 
 
-def advice_text(advice: Advice, width: int | None = None) -> str:
-    """One row per TP: verdict, padded dims, costs and why; then what the columns mean."""
-    lines = [f"{advice.source}  ({advice.architecture}; {', '.join(advice.formats) or 'no linear layers'}): "
-             f"which tensor-parallel sizes work, and what padding costs", ""]
-    rows = [["tp", "verdict", "padded dims", "extra disk", "extra KV/token", "attn FLOPs", "MLP FLOPs", "why"]]
-    for r in advice.rows:
-        rows.append([str(r.tp), verdict_cell(r), dims_cell(r), *cost_cells(r), "; ".join(r.why) or "—"])
-    lines += _table(rows, width)
-    lines += ["", f"extra KV/token: what vLLM caches per token in a {8 * KV_CACHE_BYTES}-bit cache, summed over all "
-              "ranks, against the unsharded upstream: K and V of every attention layer's kv heads (replicated when "
-              "TP > kv heads), or MLA's latent (kv_lora_rank + qk_rope_head_dim), which every rank holds whole and "
-              "no head count changes; `padding` is the part padding adds when replication adds the rest. FLOPs: "
-              "per token, projections only (attention scores grow as the heads do); routed experts weighted by "
-              "num_experts_per_tok / num_experts."]
+ADVICE_HEADER = ["tp", "verdict", "padded dims", "extra disk", "extra KV/token", "attn FLOPs", "MLP FLOPs", "why"]
+
+
+def advice_title(advice: Advice) -> str:
+    return (f"{advice.source}  ({advice.architecture}; {', '.join(advice.formats) or 'no linear layers'}): "
+            f"which tensor-parallel sizes work, and what padding costs")
+
+
+def advice_rows(advice: Advice) -> list[list[str]]:
+    """The table's cells, one row per TP under ADVICE_HEADER: what the CLI prints and a web page shows."""
+    return [[str(r.tp), verdict_cell(r), dims_cell(r), *cost_cells(r), "; ".join(r.why) or "—"] for r in advice.rows]
+
+
+def advice_notes(advice: Advice) -> list[str]:
+    """What the columns mean, and the relabel / vLLM route notes the rows refer to."""
+    lines = [f"extra KV/token: what vLLM caches per token in a {8 * KV_CACHE_BYTES}-bit cache, summed over all "
+             "ranks, against the unsharded upstream: K and V of every attention layer's kv heads (replicated when "
+             "TP > kv heads), or MLA's latent (kv_lora_rank + qk_rope_head_dim), which every rank holds whole and "
+             "no head count changes; `padding` is the part padding adds when replication adds the rest. FLOPs: "
+             "per token, projections only (attention scores grow as the heads do); routed experts weighted by "
+             "num_experts_per_tok / num_experts."]
     relabel = next((r.relabelled for r in advice.rows if r.relabelled), None)
     if relabel:
         arch = _label(relabel)
@@ -76,7 +83,14 @@ def advice_text(advice: Advice, width: int | None = None) -> str:
     route = next((r.vllm_route for r in advice.rows if r.vllm_route), None)
     if route:
         lines.append(f"serve with {' '.join(route_flags(route))}: {route['why']}; {route['route']}.")
-    lines.append("`hubpad plan SRC --tp N` shows the full plan for one size.")
+    return lines
+
+
+def advice_text(advice: Advice, width: int | None = None) -> str:
+    """One row per TP: verdict, padded dims, costs and why; then what the columns mean."""
+    lines = [advice_title(advice), ""]
+    lines += _table([ADVICE_HEADER, *advice_rows(advice)], width)
+    lines += ["", *advice_notes(advice), "`hubpad plan SRC --tp N` shows the full plan for one size."]
     return "\n".join(wrap_lines(lines, width))
 
 

@@ -26,7 +26,7 @@ from hubpad.source import open_source
 from hubpad.source.hub_api import api_for, whoami_name
 from hubpad.util.log import log
 from hubpad.util.redact import redact
-from hubpad.util.refs import is_local
+from hubpad.util.refs import is_local, is_repo_id
 from hubpad.util.sizes import human, parse_size_floor
 
 # The commands that build, publish, check or verify import their layers when they run: `hubpad plan` on a real
@@ -78,8 +78,9 @@ class HubpadGroup(click.Group):
             sys.exit(EXIT_FAILURE)
         except KeyboardInterrupt:
             _fail("interrupted", EXIT_INTERRUPTED)
-        except OSError as exc:
-            _fail(f"{exc.strerror or exc}: {exc.filename}" if getattr(exc, "filename", None) else str(exc))
+        except OSError as exc:  # (huggingface_hub's offline mode is one: said as what could not be reached)
+            _fail(_transport_error(exc) or (f"{exc.strerror or exc}: {exc.filename}" if getattr(exc, "filename", None)
+                                            else str(exc)))
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except Exception as exc:  # a bug or an unexpected library error: still one line, unless debugging
@@ -94,10 +95,11 @@ class HubpadGroup(click.Group):
 def _transport_error(exc: BaseException) -> str | None:
     """A network failure that escaped the Hub layer's translation, as what could not be reached (else None)."""
     try:
+        from huggingface_hub.errors import OfflineModeIsEnabled
         from huggingface_hub.utils import httpx
     except ImportError:  # pragma: no cover
         return None
-    if isinstance(exc, (httpx.TransportError, httpx.StreamError)):
+    if isinstance(exc, (httpx.TransportError, httpx.StreamError, OfflineModeIsEnabled)):
         from hubpad.source.hub_api import unreachable
 
         return unreachable(exc)
@@ -295,6 +297,13 @@ def _tp_number(value: str) -> int:
                              f"`hubpad plan` also takes auto)")
 
 
+def _repo_id(ctx, param, value: str | None) -> str | None:
+    """`--repo-id NAMESPACE/NAME`: a usage mistake (exit 2) when it is not a Hub repo id."""
+    if value is not None and not is_repo_id(value):
+        raise click.BadParameter(f"{value!r} is not a Hub repo id (namespace/name)")
+    return value
+
+
 def _tp_value(ctx, param, value: str | None) -> int | None:
     """`--tp N` of mirror, publish and check."""
     return None if value is None else _tp_number(value)
@@ -363,7 +372,7 @@ def _mirror_options(f):
                      help="Target tensor-parallel size. Required, unless --config's entry sets tp."),
         click.option("--to", "dst", default=None, help="Destination: a local directory or a Hub repo id "
                      "(default for a Hub SRC: <your user>/<name>-TP<N>)."),
-        click.option("--repo-id", default=None, metavar="NAMESPACE/NAME",
+        click.option("--repo-id", default=None, metavar="NAMESPACE/NAME", callback=_repo_id,
                      help="A local DST's card, recipe and commands name this Hub repo id (where you will upload it); "
                           "without it they name the local folder."),
         click.option("--revision", default=None, help="Upstream branch, tag or commit (Hub only; default main)."),
@@ -386,7 +395,9 @@ def _mirror_options(f):
         click.option("--num-speculative-tokens", type=click.IntRange(1, 64), default=None,
                      help="Draft tokens per step in that --speculative-config (default: eagle3 3 or a speculators "
                           "config's own, dspark its block size, mtp its number of layers)."),
-        click.option("--force", is_flag=True, help="Publish into a target hubpad did not create."),
+        click.option("--force", is_flag=True,
+                     help="Publish into a target hubpad did not create (its other files are kept), or replace a "
+                          "derivative of another TP or another upstream there."),
         click.option("--private", is_flag=True, help="Create the Hub target as private."),
         click.option("--dry-run", is_flag=True, help="Plan and check the target, write nothing."),
         click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary."),
@@ -445,7 +456,7 @@ class Job:
 def _speculative_config(draft: str, upstream: str | None, tokens: int | None) -> dict:
     """vLLM's --speculative-config for serving with `draft` (the padded draft's repo id or path): the method from the
     config.json of the draft (or of its upstream, when the draft is not published yet)."""
-    from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
+    from hubpad.plan.adapters.drafts import speculative_config
     from hubpad.source.readers import read_json
 
     config = None
@@ -460,12 +471,7 @@ def _speculative_config(draft: str, upstream: str | None, tokens: int | None) ->
     if config is None:
         raise HubpadError(f"--draft {draft}: cannot read its config.json (mirror the draft first, or name it in the "
                           f"mirrors file with draft_for)")
-    method = draft_method(config)
-    if method is None:
-        raise ConfigError(f"--draft {draft}: config.json names no speculative-decoding draft vLLM knows "
-                          f"(architectures {config.get('architectures')})")
-    return {"method": method, "model": draft,
-            "num_speculative_tokens": tokens or default_speculative_tokens(method, config)}
+    return speculative_config(draft, config, tokens, what=f"--draft {draft}")
 
 
 def _namespace_or_none() -> str | None:
@@ -515,9 +521,8 @@ def _report(summary, publisher, as_json: bool, plan=None) -> None:
     if as_json:
         click.echo(json.dumps(summary.to_json(), indent=2))
     elif summary.up_to_date:
-        at = f"@{summary.upstream_commit[:12]}" if summary.upstream_commit else ""
-        click.echo(f"{publisher.label} is up to date with {plan.source.label if plan else 'its upstream'}{at}; "
-                   f"nothing to do")
+        click.echo(_up_to_date_line(publisher.label, plan.source.label if plan else "its upstream",
+                                    summary.upstream_commit))
     elif summary.commit or summary.url:
         click.echo(f"published {publisher.label}: {summary.url or summary.commit}")
     else:
@@ -574,14 +579,37 @@ def mirror(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, templ
         only = set(parts[i - 1]["shards"]) if i <= len(parts) else set()
         log(f"part {i}/{k}: {len(only)} shard(s)")
     if dry_run:
-        from hubpad.run.mirror import disk_room
-
-        click.echo(plan_text(plan, width=output_width()))
-        click.echo(f"dry run: would publish {human(plan.bytes_out)} in {len(plan.shards)} shard(s) to {publisher.label}")
-        room = disk_room(plan, publisher)
-        click.echo(room.said() + ("" if room.enough else " (not enough: the run would stop before writing)"))
+        _dry_run(plan, publisher, as_json)
         return
     _run(job, plan, publisher, templates_dir, as_json, only=only)
+
+
+def _dry_run(plan, publisher, as_json: bool, staged: bool = False) -> None:
+    """`--dry-run`: the run's own verdict on the target (up to date, a refusal, or what it would publish), nothing
+    written; `--json` prints it with the plan."""
+    from hubpad.run.mirror import preview
+
+    verdict = preview(plan, publisher, publish_only=staged)
+    set_outputs({"changed": verdict["would_publish"], "upstream_sha": plan.source.commit or "",
+                 "target": publisher.label})
+    if as_json:
+        click.echo(json.dumps({**verdict, "plan": plan.to_json()}, indent=2))
+        return
+    if not staged:
+        click.echo(plan_text(plan, width=output_width()))
+    if verdict["up_to_date"]:
+        click.echo(f"dry run: {_up_to_date_line(publisher.label, plan.source.label, plan.source.commit)}")
+    elif staged:
+        click.echo(f"dry run: would publish {len(plan.shards)} staged shard(s) to {publisher.label}")
+    else:
+        click.echo(f"dry run: would publish {human(plan.bytes_out)} in {len(plan.shards)} shard(s) to {publisher.label}")
+    if verdict["disk"] is not None:  # the room the run checks before its first byte
+        stops = verdict["disk"]["stops"]
+        click.echo(verdict["disk"]["said"] + (f" ({stops}: the run would stop before writing)" if stops else ""))
+
+
+def _up_to_date_line(target: str, upstream: str, commit: str | None) -> str:
+    return f"{target} is up to date with {upstream}{f'@{commit[:12]}' if commit else ''}; nothing to do"
 
 
 @main.command(cls=JobCommand)
@@ -598,7 +626,7 @@ def publish(src, tp, dst, repo_id, revision, shard_size, max_disk, workdir, temp
                         disk=True, max_disk=max_disk, as_json=as_json)
     plan, publisher = _build(job, force=force, workdir=workdir, repo_id=repo_id)
     if dry_run:
-        click.echo(f"dry run: would publish {len(plan.shards)} staged shard(s) to {publisher.label}")
+        _dry_run(plan, publisher, as_json, staged=True)
         return
     _run(job, plan, publisher, templates_dir, as_json, publish_only=True)
 
@@ -619,7 +647,8 @@ def _run(job: Job, plan, publisher, templates_dir: str | None, as_json: bool, **
 @main.command(cls=JobCommand)
 @click.argument("src", required=False)
 @click.option("--to", "dst", default=None, help="The derivative to compare (default <your user>/<name>-TP<N>).")
-@click.option("--tp", callback=_tp_value, default=None, metavar="N", help="Tensor-parallel size (default 3).")
+@click.option("--tp", callback=_tp_value, default=None, metavar="N",
+              help="Tensor-parallel size to check for (default: the one DST's hubpad.json records; 3 to derive DST).")
 @click.option("--revision", default=None, help="Upstream branch, tag or commit (default main).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="Check every mirror of a mirrors file (hubpad.yaml).")
@@ -657,18 +686,18 @@ def check(src, dst, tp, revision, config_file, offline, as_json, jobs) -> None:
             click.echo(json.dumps(result, indent=2))
         else:
             for m in result["mirrors"]:
-                click.echo(f"{m['status']:10} {m['upstream']} -> {m['target']} (tp {m['tp']})")
+                click.echo(f"{m['status']:10} {m['upstream']} -> {m['target']} (tp {m['tp']}"
+                           + (f"; {m['reason']})" if m["reason"] else ")"))
         return
     if not src:
         raise HubpadError("give SRC or --config FILE")
-    m = check_one(src, dst, tp or 3, revision)
+    m = check_one(src, dst, tp, revision)
     set_outputs({"changed": m["changed"], "upstream_sha": m["upstream_sha"] or "", "target": m["target"]})
     if as_json:
         click.echo(json.dumps(m, indent=2))
     else:
-        extra = f" (upstream {m['upstream_sha'][:12]}, recorded {(m['recorded_sha'] or '-')[:12]})" \
-            if m["status"] == "stale" else ""
-        click.echo(f"{m['status']}: {m['upstream']} -> {m['target']}{extra}")
+        click.echo(f"{m['status']}: {m['upstream']} -> {m['target']} (tp {m['tp']}"
+                   + (f"; {m['reason']})" if m["reason"] else ")"))
 
 
 # ------------------------------------------------------------------------------------------------ card
@@ -679,7 +708,7 @@ def check(src, dst, tp, revision, config_file, offline, as_json, jobs) -> None:
 @click.option("--upstream", default=None, help="Upstream repo (default: the one in DST's hubpad.json).")
 @click.option("--templates", "templates_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Folder whose templates override the built-in ones.")
-@click.option("--repo-id", default=None, metavar="NAMESPACE/NAME",
+@click.option("--repo-id", default=None, metavar="NAMESPACE/NAME", callback=_repo_id,
               help="A local DST: render the card for this Hub repo id (default: the one it was mirrored with, if any).")
 @click.option("--dry-run", is_flag=True, help="Show which files would change; commit nothing.")
 @_job_options
@@ -695,8 +724,14 @@ def card(dst, upstream, templates_dir, repo_id, dry_run, jobs) -> None:
                  "target_url": result.get("url") or ""})
     if not result["changed"]:
         click.echo(f"{dst}: card is up to date")
+    elif dry_run:
+        click.echo(f"{dst}: dry run: would update {', '.join(result['changed'])}"
+                   + (f" and remove {', '.join(result['removed'])}" if result.get("removed") else "")
+                   + "; nothing written")
     else:
-        click.echo(f"{dst}: updated {', '.join(result['changed'])}" + (f" ({result['url']})" if result.get("url") else ""))
+        click.echo(f"{dst}: updated {', '.join(result['changed'])}"
+                   + (f", removed {', '.join(result['removed'])}" if result.get("removed") else "")
+                   + (f" ({result['url']})" if result.get("url") else ""))
 
 
 # ------------------------------------------------------------------------------------------------ verify

@@ -81,6 +81,7 @@ class Manifest(TypedDict, total=False):
     tp: int
     architecture: dict[str, Any]  # {adapter, model_type, architectures, relabelled?, vllm_route?}
     quantization: dict[str, Any]  # {method, formats, weight_only_nvfp4}
+    lossless: dict[str, list[str]]  # {mechanisms, formats}: why the outputs do not change (plan/lossless.py)
     dims: list[DimRecord]
     config_changes: dict[str, list[Any]]
     tensors: TensorsRecord
@@ -94,7 +95,7 @@ class Manifest(TypedDict, total=False):
 
 # What each top-level key holds when present: the engine, the card and the Action read these without more checks.
 _TOP_LEVEL = {"hubpad_version": str, "format_version": int, "created": str, "upstream": dict, "target": dict, "tp": int,
-              "architecture": dict, "quantization": dict, "dims": list, "config_changes": dict, "tensors": dict,
+              "architecture": dict, "quantization": dict, "lossless": dict, "dims": list, "config_changes": dict, "tensors": dict,
               "vocab": dict, "rank_table": list, "serving": dict, "shards": list, "files": dict,
               "published_commit": str}
 
@@ -184,8 +185,24 @@ def is_fresh(manifest: dict | None, tp: int, upstream_sha: str | None, upstream_
 
     `upstream_repo` and `shard_names`, when given, must match too (a mirror run also knows its planned shards).
     """
-    if not same_build(manifest, tp) or upstream_sha is None or recorded_upstream(manifest) != upstream_sha:
-        return False
+    return staleness(manifest, tp, upstream_sha, upstream_repo, shard_names) is None
+
+
+def staleness(manifest: dict | None, tp: int, upstream_sha: str | None, upstream_repo: str | None = None,
+              shard_names: list[str] | None = None) -> str | None:
+    """Why `manifest` is not fresh by `is_fresh`'s rule, in a few words ("holds TP 6, checked for TP 3"); None when
+    it is."""
+    if not isinstance(manifest, dict):
+        return f"no {MANIFEST}"
+    if manifest.get("tp") != tp:
+        return f"holds TP {manifest.get('tp')}, checked for TP {tp}"
+    if manifest.get("format_version") != FORMAT_VERSION:
+        return f"written in {MANIFEST} format {manifest.get('format_version')}, this hubpad writes {FORMAT_VERSION}"
+    recorded = recorded_upstream(manifest)
+    if upstream_sha is None or recorded != upstream_sha:
+        return f"upstream {(upstream_sha or 'unknown')[:12]}, recorded {(recorded or '-')[:12]}"
     if upstream_repo is not None and manifest.get("upstream", {}).get("repo") != upstream_repo:
-        return False
-    return shard_names is None or [s["name"] for s in manifest.get("shards", [])] == shard_names
+        return f"built from {manifest.get('upstream', {}).get('repo')}, not {upstream_repo}"
+    if shard_names is not None and [s["name"] for s in manifest.get("shards", [])] != shard_names:
+        return "its shards are not the ones planned now (another shard size?)"
+    return None

@@ -232,18 +232,44 @@ def parse_mirrors(
     seen: dict[tuple[str, str], str] = {}
     for index, entry in enumerate(found.run(_entries, doc, top, default=[])):
         parsed = found.run(_parse_entry, entry, index, defaults, top, base)
-        if parsed is None:
+        # An entry with mistakes still claims its target when they leave it known: a duplicate is reported too.
+        spec, where = parsed if parsed is not None else (_known_target(entry, defaults, base), _entry_where(entry,
+                                                                                                          index, top))
+        if spec is None:
             continue
-        spec, where = parsed
         key, shown = _target_key(spec, namespace)
         if key in seen:
             how = "derived " if spec.target is None else ""
             found.problems.append(str(where.error(f"duplicate {how}target '{shown}', already used by {seen[key]}")))
             continue
         seen[key] = where.label
-        specs.append(spec)
+        if parsed is not None:
+            specs.append(spec)
     found.raise_any()
     return specs
+
+
+def _entry_where(entry: object, index: int, top: _Where) -> _Where:
+    """Where an entry sits, named by its upstream when it has one: `hubpad.yaml:7: mirrors[1] (org/model)`."""
+    upstream = entry.get("upstream") if isinstance(entry, dict) else None
+    label = f"mirrors[{index}]" + (f" ({upstream.strip()})" if isinstance(upstream, str) and upstream.strip() else "")
+    return _Where(top.source, _line(entry, top.line), label)
+
+
+def _known_target(entry: object, defaults: dict[str, Any], base: Path) -> MirrorSpec | None:
+    """The target of an entry that has mistakes, when they leave it known: an explicit valid target, or one derived
+    from a valid upstream and a valid tp (its own or the defaults'); None otherwise."""
+    if not isinstance(entry, dict):
+        return None
+    where, quiet = _Where("", None, ""), _Collect()
+    ref = lambda key: (quiet.run(_validate_ref, entry[key], key, where, base, allow_bare=True)  # noqa: E731
+                       if entry.get(key) is not None else None)
+    upstream, target = ref("upstream"), ref("target")
+    tp = quiet.run(_validate_fields, {"tp": entry["tp"]}, where, default={}).get("tp") if "tp" in entry \
+        else defaults.get("tp", DEFAULT_TP)
+    if target is None and (upstream is None or tp is None):
+        return None
+    return MirrorSpec(upstream=upstream or "", target=target, tp=tp or DEFAULT_TP)
 
 
 def _parse_defaults(doc: dict, top: _Where) -> dict[str, Any]:
@@ -256,7 +282,8 @@ def _parse_defaults(doc: dict, top: _Where) -> dict[str, Any]:
     found = _Collect()
     for key in ("upstream", "target"):
         if key in defaults_raw:
-            found.problems.append(str(dwhere.error(f"'{key}' cannot be set in defaults; set it on each mirror")))
+            found.problems.append(str(dwhere.at(defaults_raw, key).error(f"'{key}' cannot be set in defaults; set it "
+                                                                        f"on each mirror")))
     found.run(_check_keys, {k: v for k, v in defaults_raw.items() if k not in ("upstream", "target")}, DEFAULT_KEYS,
               dwhere)
     out = found.run(_validate_fields, defaults_raw, dwhere, default={})
@@ -278,12 +305,10 @@ def _entries(doc: dict, top: _Where) -> list:
 def _parse_entry(entry: object, index: int, defaults: dict[str, Any], top: _Where,
                  base: Path) -> tuple[MirrorSpec, _Where]:
     """One `mirrors:` entry, with the defaults merged in (`serving` and `recipe` key by key)."""
-    where = _Where(top.source, _line(entry, top.line), f"mirrors[{index}]")
+    where = _entry_where(entry, index, top)
     if not isinstance(entry, dict):
         raise where.error(f"each mirror must be a mapping with an 'upstream' key, got {_type_name(entry)}")
     upstream_raw = entry.get("upstream")
-    if isinstance(upstream_raw, str) and upstream_raw.strip():
-        where = _Where(top.source, where.line, f"mirrors[{index}] ({upstream_raw.strip()})")
     found = _Collect()
     found.run(_check_keys, entry, ENTRY_KEYS, where)
     upstream = None
@@ -291,14 +316,16 @@ def _parse_entry(entry: object, index: int, defaults: dict[str, Any], top: _Wher
         found.problems.append(str(where.error("missing required key 'upstream' (a Hub repo id like org/model, or "
                                               "./local/path)")))
     else:
-        upstream = found.run(_validate_ref, upstream_raw, "upstream", where, base, allow_bare=True)
+        upstream = found.run(_validate_ref, upstream_raw, "upstream", where.at(entry, "upstream"), base,
+                             allow_bare=True)
     target = None
     if entry.get("target") is not None:
-        target = found.run(_validate_ref, entry["target"], "target", where, base, allow_bare=True)
+        target = found.run(_validate_ref, entry["target"], "target", where.at(entry, "target"), base, allow_bare=True)
     draft_for = None
     if entry.get("draft_for") is not None:
-        draft_for = found.run(_validate_ref, entry["draft_for"], "draft_for", where, base, allow_bare=True)
-    values = found.run(_validate_fields, {k: v for k, v in entry.items() if k != "draft_for"}, where, default={})
+        draft_for = found.run(_validate_ref, entry["draft_for"], "draft_for", where.at(entry, "draft_for"), base,
+                              allow_bare=True)
+    values = found.run(_validate_fields, entry, where, default={})  # (draft_for is none of its keys)
     found.raise_any()
     merged: dict[str, Any] = {**defaults, **values}
     for key in ("serving", "recipe"):
@@ -339,11 +366,20 @@ class _Where:
     def error(self, problem: str) -> HubpadError:
         return HubpadError(f"{self.prefix()}: {problem}")
 
+    def at(self, mapping: object, key: object) -> "_Where":
+        """The same place, on the line of `key` in `mapping` (a problem with a key names its own line)."""
+        lines = getattr(mapping, "key_lines", None) or {}
+        try:
+            line = lines.get(key)
+        except TypeError:  # an unhashable key: the mapping's line
+            line = None
+        return _Where(self.source, line or self.line, self.label)
+
 
 def _check_keys(mapping: dict, allowed: Sequence[str], where: _Where, section: str = "") -> None:
     found = _Collect()
     for key in mapping:
-        found.run(_check_key, key, allowed, where, section)
+        found.run(_check_key, key, allowed, where.at(mapping, key), section)
     found.raise_any()
 
 
@@ -373,6 +409,7 @@ def _validate_fields(raw: dict, where: _Where) -> dict[str, Any]:
 def _field_tp(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if "tp" in raw:
         tp = raw["tp"]
+        where = where.at(raw, "tp")
         if isinstance(tp, bool) or not isinstance(tp, int):
             raise where.error(f"tp must be an integer >= 2, got {tp!r} ({_type_name(tp)})")
         if tp < 2:
@@ -382,7 +419,7 @@ def _field_tp(raw: dict, where: _Where, out: dict[str, Any]) -> None:
 
 def _field_revision(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if raw.get("revision") is not None:
-        rev = raw["revision"]
+        rev, where = raw["revision"], where.at(raw, "revision")
         if not isinstance(rev, str):
             raise where.error(f"revision must be a string, got {rev!r} ({_type_name(rev)}); quote it in YAML")
         if not rev.strip() or any(c.isspace() or ord(c) < 32 for c in rev):
@@ -400,7 +437,7 @@ def _field_sizes(raw: dict, where: _Where, out: dict[str, Any]) -> None:
 def _field_size(raw: dict, key: str, where: _Where, out: dict[str, Any]) -> None:
     if raw.get(key) is None:
         return
-    value = raw[key]
+    value, where = raw[key], where.at(raw, key)
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise where.error(f"{key} must be a size like '5GB', got {value!r} ({_type_name(value)})")
     try:
@@ -416,7 +453,7 @@ def _field_size(raw: dict, key: str, where: _Where, out: dict[str, Any]) -> None
 
 def _field_private(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if raw.get("private") is not None:
-        private = raw["private"]
+        private, where = raw["private"], where.at(raw, "private")
         if not isinstance(private, bool):
             raise where.error(f"private must be true or false, got {private!r} ({_type_name(private)})")
         out["private"] = private
@@ -424,15 +461,16 @@ def _field_private(raw: dict, where: _Where, out: dict[str, Any]) -> None:
 
 def _field_serving(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if raw.get("serving") is not None:
-        out["serving"] = _validate_serving(raw["serving"], where)
+        out["serving"] = _validate_serving(raw["serving"], where.at(raw, "serving"))
 
 
 def _field_recipe(raw: dict, where: _Where, out: dict[str, Any]) -> None:
     if raw.get("recipe") is not None:
-        recipe = raw["recipe"]
+        recipe, where = raw["recipe"], where.at(raw, "recipe")
         if not isinstance(recipe, dict):
             raise where.error(f"recipe must be a mapping of recipe overrides, got {_type_name(recipe)}")
-        out["recipe"] = {k: _plain(v, f"recipe.{k}", where) for k, v in _str_keys(recipe, "recipe", where).items()}
+        out["recipe"] = {k: _plain(v, f"recipe.{k}", where.at(recipe, k))
+                         for k, v in _str_keys(recipe, "recipe", where).items()}
 
 
 def _validate_serving(serving: object, where: _Where) -> dict[str, Any]:
@@ -441,7 +479,7 @@ def _validate_serving(serving: object, where: _Where) -> dict[str, Any]:
     _check_keys(serving, SERVING_KEYS, where, section="serving")
     out: dict[str, Any] = {}
     for key, value in serving.items():
-        name = f"serving.{key}"
+        name, where = f"serving.{key}", where.at(serving, key)
         if key in ("tool_call_parser", "reasoning_parser", "container_image"):
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise where.error(f"{name} must be a non-empty string or null, got {value!r} ({_type_name(value)})")
@@ -493,7 +531,7 @@ def _target_key(spec: MirrorSpec, namespace: str | None) -> tuple[tuple[str, str
 def _str_keys(mapping: dict, name: str, where: _Where) -> dict[str, Any]:
     for key in mapping:
         if not isinstance(key, str):
-            raise where.error(f"{name} keys must be strings, got {key!r} ({_type_name(key)})")
+            raise where.at(mapping, key).error(f"{name} keys must be strings, got {key!r} ({_type_name(key)})")
     return mapping
 
 
@@ -535,9 +573,10 @@ def _type_name(value: object) -> str:
 
 
 class _LineDict(dict):
-    """A dict that remembers the line its YAML mapping started on."""
+    """A dict that remembers the line its YAML mapping started on, and each key's own line."""
 
     line: int | None = None
+    key_lines: dict | None = None
 
 
 def _line(value: object, fallback: int | None = None) -> int | None:
@@ -558,6 +597,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
     loader.flatten_mapping(node)
     mapping = _LineDict()
     mapping.line = node.start_mark.line + 1
+    mapping.key_lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         try:
@@ -569,6 +609,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
         if duplicate:
             raise _DuplicateKey(key, key_node.start_mark.line + 1)
         mapping[key] = loader.construct_object(value_node, deep=True)
+        mapping.key_lines[key] = key_node.start_mark.line + 1
     return mapping
 
 

@@ -14,7 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from hubpad.errors import HubpadError
-from hubpad.plan import gdn
+from hubpad.plan import gdn, tower
+from hubpad.plan.adapters.base import routed_experts
 from hubpad.plan.dims import head_problems, kv_per_rank
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Plan
@@ -97,6 +98,7 @@ def _row(s: Survey, tp: int) -> Row:
     after = {d.config_keys[0]: d.after for d in plan.dims if d.config_keys}
     _kv_costs(s, tp, row, after["num_key_value_heads"], after["num_attention_heads"])
     _flop_costs(s, row, after["num_attention_heads"], after["num_key_value_heads"], plan)
+    row.why += s.inputs.adapter.tp_notes(plan.new_config, tp)  # what serving at this TP needs beyond the flags
     if row.vocab_patch:
         v = plan.vocab
         row.why.append(f"vLLM pads the vocab (config.json vocab_size {v['size']}) to {v['padded_to_64']}, a multiple of "
@@ -111,6 +113,8 @@ def _why(s: Survey, tp: int, plan: Plan) -> list[str]:
     why = head_problems(sh.heads, sh.kv, sh.geometry, tp, s.aligns, sh.hidden, s.inputs.adapter)
     if sh.linear is not None:
         why += gdn.problems(sh.linear, tp, s.linear_align)
+    if sh.tower is not None:
+        why += tower.problems(sh.tower, tp)
     for d in plan.dims:
         group = d.name.removesuffix(" intermediate")
         if group in sh.inter and d.after != d.before:
@@ -227,7 +231,7 @@ def _flops(s: Survey, h2: int, kv2: int, new_inter: dict[str, int]) -> tuple[tup
     """(before, after) multiply-adds per token of the attention projections and of the MLPs (experts weighted by
     the share of tokens routed to each: num_experts_per_tok / num_experts)."""
     cfg = s.inputs.text
-    n_exp = cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts")
+    n_exp = routed_experts(cfg)
     top_k = cfg.get("num_experts_per_tok") or 0
     counts = Counter((id(role), id(s.modules.layouts[m]), ROUTED_EXPERT.search(m + ".") is not None)
                      for m, role in s.modules.roles.items() if role.kind != "copy")
@@ -238,7 +242,7 @@ def _flops(s: Survey, h2: int, kv2: int, new_inter: dict[str, int]) -> tuple[tup
         role, lay = by_id[(rid, lid)]
         out2, in2 = padded_features(role, lay, s.shape.geometry, h2, kv2, new_inter)
         weight = count * (top_k / n_exp if routed and n_exp else 1)
-        acc = attn if role.kind in ("q", "kv", "o") else mlp
+        acc = attn if role.kind in ("q", "kv", "o", "qkv") else mlp
         acc[0] += weight * lay.out_features * lay.in_features
         acc[1] += weight * out2 * in2
     if s.modules.fused and n_exp:  # fused 3-D experts: [E, ...] each, a share top_k / E of the tokens

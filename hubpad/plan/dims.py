@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import Adapter, width_kind
+from hubpad.plan.adapters.base import Adapter, routed_experts, width_kind
 from hubpad.plan.heads import HeadShape
 
 VLLM_VOCAB_PAD = 64
@@ -200,7 +200,7 @@ def make_rank_table(tp: int, h2: int, kv2: int, hs: HeadShape | int, aligns: Ali
         a = math.lcm(*group_align[group])
         per = size // tp if size % tp == 0 else None
         row(f"{group} intermediate", size, per, per is not None and per % a == 0, f"{size} / {tp} % {a} == 0")
-    n_exp = config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+    n_exp = routed_experts(config)
     if n_exp:
         row("experts (expert parallel)", n_exp, n_exp // tp if n_exp % tp == 0 else None, n_exp % tp == 0,
             f"{n_exp} % {tp} == 0 (only needed with --enable-expert-parallel)", required=False)

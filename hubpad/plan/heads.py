@@ -29,6 +29,8 @@ class HeadShape:
     whole, and vLLM shards it by TP like the config's heads.
     `gates`: width keys of per-head gate layers (one row per head, Step-3.7's g_proj): unquantized, any whole number
     of rows per rank serves (vLLM's ColumnParallelLinear), so the dense layout's row alignment does not apply.
+    `replicated`: width keys of per-head layers vLLM keeps whole on every rank and narrows to the rank's heads after
+    the matmul (Dots3 Note's headwise g_proj, a ReplicatedLinear): no per-rank alignment, whatever the format.
     """
 
     widths: dict[str, int]
@@ -45,6 +47,7 @@ class HeadShape:
     group_key: str | None = None
     head_ratio: dict[str, tuple[int, int]] = field(default_factory=dict)
     gates: frozenset[str] = frozenset()
+    replicated: frozenset[str] = frozenset()
 
     def head_count(self, key: str, heads: int) -> int:
         """Query heads of the q/o layers with width key `key`, for `heads` attention heads (rounded down: callers

@@ -135,6 +135,8 @@ class Plan:
     warnings: list[str] = field(default_factory=list)  # what the user should know (config keys vLLM will miss)
     # weight file -> (header end, sha256 of its bytes [0, end)) as read while planning: checked when the file streams
     header_digests: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # why the outputs do not change (plan/lossless.py record): the mechanisms and padded formats at this TP
+    lossless: dict = field(default_factory=dict)
 
     @property
     def needs_padding(self) -> bool:
@@ -187,6 +189,7 @@ class Plan:
                              "vllm_route": self.vllm_route},
             "quantization": {"method": self.quant.method, "formats": self.formats,
                              "weight_only_nvfp4": self.quant.weight_only_nvfp4},
+            "lossless": self.lossless,
             "dims": [{"name": d.name, "config_key": d.config_keys[0] if d.config_keys else None,
                       "config_keys": list(d.config_keys), "before": d.before, "after": d.after} for d in self.dims],
             "config_changes": config_changes(self.config, self.new_config),

@@ -23,7 +23,7 @@ from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.names import GENERATED, INDEX, SKIPPED_PATTERNS
 from hubpad.formats.recipe import COPY_OP, PadOp
 from hubpad.formats.safetensors import SafetensorsHeader, TensorInfo
-from hubpad.plan.adapters import adapter_for, check_config_values, check_refused
+from hubpad.plan.adapters import adapter_for, check_config_values, check_refused, mistral_format_refusal
 from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, PreshardedQKV, Role, width_kind
 from hubpad.plan.dims import (
     EXPERT_TILE,
@@ -34,13 +34,14 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn, kda, mamba2
+from hubpad.plan import gdn, kda, lossless, mamba2, tower
 from hubpad.plan.presharded import Chunks, presharded_op
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import SCALE_CARRIERS, _pad2d, fused_experts_op, scaled, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
 from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
+from hubpad.plan.sections import qkv_rows, sections_op
 from hubpad.plan.shards import cut_shards
 from hubpad.source.base import FileEntry, Source
 from hubpad.source.readers import read_header, read_json, weight_files
@@ -89,6 +90,7 @@ class _Shape:
     inter: dict[str, tuple[tuple[str, ...], int]]  # group -> (config keys, size)
     geometry: HeadShape  # rows/columns per head of each head-sharded layer
     linear: gdn.Geometry | None = None  # Gated DeltaNet heads (plan/gdn.py), in families that have them
+    tower: tower.Geometry | None = None  # a vision tower vLLM shards by head (plan/tower.py)
 
 
 @dataclass
@@ -100,6 +102,7 @@ class _Modules:
     fused: dict[str, FusedExperts] = field(default_factory=dict)  # plain tensors that are fused 3-D experts
     presharded: dict[str, PreshardedQKV] = field(default_factory=dict)  # plain tensors of pre-sharded qkv_proj
     linear: dict[str, str] = field(default_factory=dict)  # plain tensors of Gated DeltaNet layers -> gdn.py kind
+    tower: dict[str, str] = field(default_factory=dict)  # plain tensors of a head-sharded vision tower -> tower.py kind
     roles: dict[str, Role] = field(default_factory=dict)
     layouts: dict[str, LinearLayout] = field(default_factory=dict)  # one object per distinct parameter signature
     head_vectors: set[str] = field(default_factory=set)  # plain tensors with one value per attention head
@@ -127,12 +130,15 @@ class Survey:
     aligns: Aligns
     group_align: dict[str, tuple[int, int]]
     linear_align: int = 1  # what each rank's rows of a GDN section must be a multiple of (gdn.row_align)
+    # the storage layouts of the layers each part pads ("heads", an intermediate group, "linear"): what the card
+    # says of the padded formats (plan/lossless.py)
+    layouts: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def survey(source: Source) -> Survey:
     """Read config, index and headers, classify every tensor and check the config against the headers."""
     inputs = _read_inputs(source)
-    shape = _shape(inputs.text, inputs.adapter)
+    shape = _shape(inputs.text, inputs.adapter, inputs.config)
     modules = _classify(inputs.headers, inputs.adapter, inputs.quant, shape.head_dim, _linear_layers(inputs))
     _check_head_vectors(modules, shape.heads)
     _check_head_rows(modules, shape)
@@ -140,13 +146,33 @@ def survey(source: Source) -> Survey:
     if modules.fused and "expert" not in shape.inter:
         raise ConfigError(f"tensor {next(iter(modules.fused))}: fused experts, but config.json has no expert "
                           f"intermediate size ({', '.join(inputs.adapter.intermediate_keys.get('expert', ()))})")
-    aligns, group_align = _alignments(distinct, fused=bool(modules.fused), gates=shape.geometry.gates)
+    aligns, group_align = _alignments(distinct, fused=bool(modules.fused), gates=shape.geometry.gates,
+                                      replicated=shape.geometry.replicated)
     _check_config_against_headers(distinct, shape, inputs.adapter)
     if shape.linear is not None and not modules.linear:
         raise ConfigError(f"config.json: {inputs.adapter.name} has linear-attention keys but no shard holds a tensor "
                           f"of its linear-attention layers ({inputs.adapter.linear_attention_family})")
+    if shape.tower is not None and not modules.tower:
+        raise ConfigError(f"config.json: {inputs.adapter.name} has a {shape.tower.spec.node} but no shard holds a tensor "
+                          f"of its vision tower")
     linear_align = gdn.row_align({n: (modules.plain[n], k) for n, k in modules.linear.items()}, inputs.quant)
-    return Survey(source, inputs, shape, modules, aligns, group_align, linear_align)
+    return Survey(source, inputs, shape, modules, aligns, group_align, linear_align, _layouts_by_part(distinct, modules))
+
+
+def _layouts_by_part(distinct: list[tuple[str, Role, LinearLayout]], m: _Modules) -> dict[str, frozenset[str]]:
+    """The storage layouts of the layers each part of the model pads: "heads" (attention, fused pre-sharded qkv, other
+    tensors of whole heads), an intermediate group (its rows/cols layers, fused experts: dense floats only) and
+    "linear" (GDN / KDA / Mamba2 tensors: dense floats, FP8 with block scales or, Mamba2's, one scale per tensor)."""
+    out: dict[str, set[str]] = {}
+    for _, role, lay in distinct:
+        out.setdefault("heads" if role.kind in ("q", "kv", "o") else str(role.group), set()).add(lay.name)
+    for part, names in (("heads", m.presharded), ("heads", m.head_rows), ("linear", m.linear), ("expert", m.fused)):
+        for name in names:
+            t = m.plain[name]
+            block = f"{name.rpartition('.')[0]}.weight_scale_inv" in m.plain
+            out.setdefault(part, set()).add("dense" if not t.dtype.startswith("F8") else
+                                            "fp8-block" if block else "fp8-tensor")
+    return {part: frozenset(names) for part, names in out.items()}
 
 
 def _make_plan(source: Source, tp: int, shard_size: int) -> Plan:
@@ -164,16 +190,21 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
                  for g, (_, size) in shape.inter.items()}
+    new_inter = inputs.adapter.tied_intermediate(inputs.text, new_inter)
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
-    dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text))
-    tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant)
+    tower2 = tower.choose(shape.tower, tp) if shape.tower is not None else None
+    dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text), tower2)
+    tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant, tower2)
 
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
-    copied, skipped = _other_files(inputs.files, inputs.names)
+    copied, skipped = _other_files(inputs.files, inputs.names, inputs.adapter.keep_files)
     vocab = _vocab(inputs, tp)
     new_config = {**_new_config(inputs.config, dims, inputs.adapter), **relabelled_config_keys(relabelled)}
     new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
+    if tower2 is not None:
+        new_config = tower2.write(new_config)
+    inputs.adapter.check_derivative(inputs.adapter.dims_config(new_config), tp)
     return Plan(
         source=s.source, tp=tp, config=inputs.config, relabelled=relabelled,
         vllm_route=inputs.adapter.route_for(inputs.adapter.dims_config(new_config)), new_config=new_config,
@@ -183,11 +214,27 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
         rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.text)
-        + _linear_rank_rows(shape.linear, linear2, tp, s.linear_align),
+        + _linear_rank_rows(shape.linear, linear2, tp, s.linear_align) + (tower2.rank_rows(tp) if tower2 else []),
         vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter, s.linear_align),
         index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
+        lossless=_lossless(s, h2, kv2, new_inter, linear2, tower2),
     )
+
+
+def _lossless(s: Survey, h2: int, kv2: int, new_inter: dict[str, int], linear2: gdn.Geometry | None,
+              tower2: tower.Geometry | None) -> dict:
+    """Why the outputs do not change at this TP (plan/lossless.py): the mechanisms of what grew, the formats it is in."""
+    shape, m = s.shape, s.modules
+    grown = {g for g, (_, size) in shape.inter.items() if new_inter[g] != size}
+    linear = linear2 is not None and linear2 != shape.linear
+    parts = grown | ({"heads"} if (h2, kv2) != (shape.heads, shape.kv) else set()) | ({"linear"} if linear else set())
+    found = {key for key, tensors in (("heads.sinks", m.head_vectors), ("heads.presharded", m.presharded),
+                                      ("heads.head_rows", m.head_rows), ("norm.rescale", m.layer_norms)) if tensors}
+    return lossless.record(s.inputs.adapter, shape.geometry, heads=h2 != shape.heads, kv=kv2 != shape.kv,
+                           mlp=bool(grown), linear=linear, found=found,
+                           tower=tower2 is not None and tower2 != shape.tower,
+                           layouts=set().union(*(s.layouts.get(part, ()) for part in parts)))
 
 
 def _vocab(inputs: _Inputs, tp: int) -> dict:
@@ -203,6 +250,8 @@ def _read_inputs(source: Source) -> _Inputs:
     """config.json (and hf_quant_config.json), the adapter and quantization they name, the index and the headers,
     checked against the index: every tensor is in exactly one header, the one the index says."""
     files = source.files()
+    if "config.json" not in files and "params.json" in files:  # Mistral's own format (Mistral Large 3's repos)
+        raise ConfigError(f"{source.label}: {mistral_format_refusal(read_json(source, 'params.json'))}")
     if "config.json" not in files:
         raise ConfigError(f"{source.label}: no config.json (is this a model checkpoint?)")
     config = read_json(source, "config.json")
@@ -283,14 +332,18 @@ def _raise_duplicate(headers: list[SafetensorsHeader]) -> None:
             seen[t.name] = t.file
 
 
-def _shape(config: dict, adapter: Adapter) -> _Shape:
+def _shape(config: dict, adapter: Adapter, full: dict | None = None) -> _Shape:
+    """The language model's dims from `config` (its part of config.json), and a head-sharded vision tower's from
+    `full` (config.json itself)."""
     hidden = int(config.get("hidden_size") or 0)
     heads = int(_required(config, "num_attention_heads"))
     kv = int(config.get("num_key_value_heads") or heads)
     geometry = adapter.head_shape(config)
     linear = _LINEAR_FAMILIES[adapter.linear_attention_family].read(config) if adapter.linear_attention else None
+    vision = tower.Geometry.read(full if full is not None else config, adapter.vision_tower) \
+        if adapter.vision_tower is not None else None
     return _Shape(hidden, heads, kv, geometry.config_head_dim or geometry.widths["q"], adapter.intermediate_sizes(config),
-                  geometry, linear)
+                  geometry, linear, vision)
 
 
 # Adapter.linear_attention_family -> the geometry of its layers (read from config.json; its own rules and recipes)
@@ -345,11 +398,16 @@ def _classify(headers: list[SafetensorsHeader], adapter: Adapter, quant: QuantCo
     linear_attention = bool(adapter.linear_attention)
     presharded = bool(adapter.presharded_qkv)
     head_rows = bool(adapter.head_rows)
+    towered = adapter.vision_tower is not None
     for t in chain.from_iterable(map(_TENSORS, headers)):
         name = t.name
         if head_rows and (key := adapter.head_rows_of(name)) is not None:
             m.plain[name] = t  # whole heads along its first axis, whatever its suffix
             m.head_rows[name] = key
+            continue
+        if towered and (kind := adapter.tower_kind(name)) is not None:
+            m.plain[name] = t  # a head-sharded vision tower's tensor: its recipe comes from plan/tower.py
+            m.tower[name] = kind
             continue
         if presharded and (spec := adapter.presharded_qkv_of(name.rpartition(".")[0])) is not None:
             m.plain[name] = t  # a fused pre-sharded qkv_proj: its recipe comes from plan/presharded.py
@@ -438,7 +496,8 @@ def _role(module: str, params: dict[str, TensorInfo], adapter: Adapter, head_dim
 
 
 def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = False,
-                gates: frozenset[str] = frozenset()) -> tuple[Aligns, dict[str, tuple[int, int]]]:
+                gates: frozenset[str] = frozenset(),
+                replicated: frozenset[str] = frozenset()) -> tuple[Aligns, dict[str, tuple[int, int]]]:
     """What every layer sharing a padded dim demands of each rank's slice: attention rows/columns, and per
     intermediate group (rows, columns). Routed experts run in fused-MoE kernels, with their own rules (`fused`:
     the checkpoint stores them as fused 3-D dense tensors)."""
@@ -447,10 +506,13 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = Fa
     for _, role, lay in distinct:
         if role.kind in ("q", "kv", "o") and role.width_key not in ("q", "kv", "o"):
             key = role.width_key
-            need = 1 if key in gates and lay.name == "dense" else lay.k_align if role.kind == "o" else lay.n_align
+            need = (1 if key in replicated or (key in gates and lay.name == "dense")
+                    else lay.k_align if role.kind == "o" else lay.n_align)
             aligns.extra[key] = math.lcm(aligns.of(key), need)
-        elif role.kind == "q":
+        elif role.kind in ("q", "qkv"):  # a fused [q | k | v] layer's q and k/v sections each shard by rank
             aligns.q_n = math.lcm(aligns.q_n, lay.n_align)
+            if role.kind == "qkv":
+                aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
         elif role.kind == "kv":
             aligns.kv_n = math.lcm(aligns.kv_n, lay.n_align)
         elif role.kind == "o":
@@ -471,7 +533,9 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
                                   adapter: Adapter) -> None:
     """Every padded layer's width must be the one config.json states, before anything is chosen from it."""
     for module, role, lay in distinct:
-        if role.kind in ("q", "kv", "o"):
+        if role.kind == "qkv":
+            attr, want = "out_features", sum(qkv_rows(shape.geometry, shape.heads, shape.kv))
+        elif role.kind in ("q", "kv", "o"):
             attr = "in_features" if role.kind == "o" else "out_features"
             count = (shape.geometry.kv_count(role.width_key, shape.heads, shape.kv) if role.kind == "kv" else
                      shape.geometry.head_count(role.width_key, shape.heads))
@@ -487,7 +551,8 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
 
 
 def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
-          linear2: gdn.Geometry | None = None, keys: dict[str, tuple[str, ...]] | None = None) -> list[Dim]:
+          linear2: gdn.Geometry | None = None, keys: dict[str, tuple[str, ...]] | None = None,
+          tower2: tower.Geometry | None = None) -> list[Dim]:
     keys = keys or {}
     dims = [Dim("attention heads", ("num_attention_heads",), shape.heads, h2),
             Dim("kv heads", ("num_key_value_heads",), shape.kv, kv2)]
@@ -503,6 +568,8 @@ def _dims(shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
                         h2 // group))
     if shape.linear is not None and linear2 is not None:
         dims += [Dim(*d) for d in shape.linear.dims(linear2)]
+    if shape.tower is not None and tower2 is not None:
+        dims += [Dim(*d) for d in shape.tower.dims(tower2)]
     for group, (keys, size) in shape.inter.items():
         dims.append(Dim(f"{group} intermediate", keys, size, new_inter[group]))
     return dims
@@ -552,7 +619,8 @@ def _set_existing(node: dict | list, path: list[str], value) -> None:
 
 
 def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int],
-                  linear2: gdn.Geometry | None, quant: QuantConfig) -> list[TensorPlan]:
+                  linear2: gdn.Geometry | None, quant: QuantConfig,
+                  tower2: tower.Geometry | None = None) -> list[TensorPlan]:
     """The byte recipe of every output tensor.
 
     A recipe depends only on the layout, the parameter's dtype/shape and the target dims, so the thousands
@@ -574,7 +642,13 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
         recipe = recipes.get(kind)
         if recipe is None:
             out2, in2 = padded_features(role, lay, shape.geometry, h2, kv2, new_inter)
-            recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role, factor) for suffix, t in params.items()]
+            if role.kind == "qkv":
+                rows, rows2 = qkv_rows(shape.geometry, shape.heads, shape.kv), qkv_rows(shape.geometry, h2, kv2)
+                recipe = recipes[kind] = [_fused_recipe(t, suffix, lay, rows, rows2, in2, role)
+                                          for suffix, t in params.items()]
+            else:
+                recipe = recipes[kind] = [_recipe(t, suffix, lay, out2, in2, role, factor)
+                                          for suffix, t in params.items()]
         plans.extend(t if nbytes is None and op.kind == "copy"  # copied as it is: its own plan
                      else TensorPlan(t.name, t.dtype, shape, t, op, t.nbytes if nbytes is None else nbytes)
                      for t, (op, shape, nbytes) in zip(params.values(), recipe))
@@ -598,6 +672,8 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
         elif t.name in m.fused:
             plans.append(_finish(t, *fused_experts_op(t, m.fused[t.name], shape.hidden, shape.inter["expert"][1],
                                                       new_inter["expert"])))
+        elif t.name in m.tower:
+            plans.append(_finish(t, *tower.tower_op(t, m.tower[t.name], shape.tower, tower2)))
         elif t.name in m.linear:
             plans.append(_finish(t, *shape.linear.tensor_op(t, m.linear[t.name], linear2, shape.hidden, quant)))
         else:
@@ -649,13 +725,22 @@ def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
     return plan.op, plan.shape, plan.nbytes
 
 
+def _fused_recipe(t: TensorInfo, suffix: str, lay: LinearLayout, rows: list[int], rows2: list[int], in2: int,
+                  role: Role) -> tuple[PadOp, tuple, int | None]:
+    """_recipe's answer for a parameter of a fused [q | k | v] layer (plan/sections.py)."""
+    plan = _finish(t, *sections_op(t, suffix, lay, rows, rows2, in2, role))
+    return plan.op, plan.shape, (None if plan is t else plan.nbytes)
+
+
 def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int, kv2: int,
                     new_inter: dict[str, int]) -> tuple[int, int]:
     """(out, in) features of a padded layer after padding: which one grows depends on its role (and, for head
     layers, on its per-head width; an int `hs` is head_dim everywhere)."""
     out2, in2 = lay.out_features, lay.in_features
     width = HeadShape.of(hs).widths.get(role.width_key, 0)
-    if role.kind == "q":
+    if role.kind == "qkv":
+        out2 = sum(qkv_rows(HeadShape.of(hs), h2, kv2))
+    elif role.kind == "q":
         out2 = HeadShape.of(hs).head_count(role.width_key, h2) * width
     elif role.kind == "kv":
         out2 = HeadShape.of(hs).kv_count(role.width_key, h2, kv2) * width
@@ -684,13 +769,15 @@ def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan | Te
     return TensorPlan(t.name, t.dtype, tuple(shape), t, op, nbytes)
 
 
-def _other_files(files: dict[str, FileEntry], weight_names: list[str]) -> tuple[list[str], list[str]]:
-    """Upstream files carried over unchanged, and the ones left out (other weight formats)."""
+def _other_files(files: dict[str, FileEntry], weight_names: list[str],
+                 keep: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """Upstream files carried over unchanged, and the ones left out (other weight formats; `keep`: the family's own
+    components that only look like one)."""
     copied, skipped = [], []
     for path in files:
         if path in GENERATED or path in weight_names or path == ".gitattributes":
             continue
-        if any(fnmatch.fnmatch(path, p) for p in SKIPPED_PATTERNS):
+        if not any(fnmatch.fnmatch(path, p) for p in keep) and any(fnmatch.fnmatch(path, p) for p in SKIPPED_PATTERNS):
             skipped.append(path)
         else:
             copied.append(path)
@@ -703,6 +790,7 @@ def _stock_tp_values(shape: _Shape, aligns: Aligns, group_align: dict[str, tuple
     return [t for t in range(1, 9)
             if heads_shard_as_is(shape.heads, shape.kv, shape.geometry, t, aligns, shape.hidden, adapter)
             and (shape.linear is None or not gdn.problems(shape.linear, t, linear_align))
+            and (shape.tower is None or not tower.problems(shape.tower, t))
             and all(choose_intermediate(s, t, *group_align[g]) == s for g, (_, s) in shape.inter.items()
                     if g in group_align)]
 

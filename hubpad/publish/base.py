@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hubpad.errors import HubpadError
+from hubpad.errors import HubpadError, TargetTakenError
 from hubpad.formats.manifest import parse_manifest
 from hubpad.plan.model import Plan, ShardPlan
 from hubpad.source.base import Source
@@ -47,12 +47,14 @@ class Publisher(ABC):
     summary: Summary
 
     @abstractmethod
-    def prepare(self, plan: Plan) -> dict | None:
-        """Check the target can take this derivative; return its current manifest, if any."""
+    def inspect(self, plan: Plan) -> dict | None:
+        """The checks `prepare` makes before it writes anything (a refused target raises the same error), reading
+        only: the target's current manifest, if any, and what a run would find to reuse (the dry run's verdict and
+        disk figure). No lock, no scratch, nothing created or removed; a dry run stops here (then `abort`)."""
 
-    def peek(self, plan: Plan) -> dict | None:
-        """The target's current manifest as far as it matters before a run, read only (a dry run's figures)."""
-        return None
+    @abstractmethod
+    def prepare(self, plan: Plan) -> dict | None:
+        """Check the target can take this derivative (`inspect`), then get it ready; return its current manifest."""
 
     def has_staged_shards(self) -> bool:
         """Whether finished shards of an earlier run may be waiting (a local upstream is then hashed first, so
@@ -71,6 +73,10 @@ class Publisher(ABC):
     @abstractmethod
     def room(self, plan: Plan, to_build: list[ShardPlan]) -> Room:
         """The local disk this run needs for building `to_build` (and the rest), and what is free there."""
+
+    def short_of_room(self, have: Room) -> str | None:
+        """Why a run with `have` stops before writing (what a dry run adds to its figure), else None."""
+        return None if have.enough else "not enough"
 
     def check_room(self, plan: Plan, to_build: list[ShardPlan]) -> None:
         """Refuse, before the first byte is written, a run that the disk cannot hold."""
@@ -142,8 +148,9 @@ class Publisher(ABC):
         """What the recipe of the already-published derivative pins (None: nothing to pin)."""
         return None
 
-    def update_files(self, files: dict[str, str], message: str) -> dict:
-        """Replace these small files of the published derivative in one step; returns {commit, url}."""
+    def update_files(self, files: dict[str, str], message: str, removed: list[str] = ()) -> dict:
+        """Replace these small files of the published derivative, and delete `removed` (files hubpad wrote there
+        before), in one step; returns {commit, url}."""
         raise NotImplementedError
 
 
@@ -156,12 +163,13 @@ def check_replace(existing: dict, plan: Plan, where: str, force: bool) -> None:
     other_source = isinstance(was_repo, str) and not _same_upstream(was_repo, upstream.get("kind"), plan.source)
     if not (other_tp or other_source):
         return
-    now = f"{where} holds a derivative of {was_repo} for TP={was_tp}"
+    holds = f"a derivative of {was_repo} for TP={was_tp}"
+    now = f"{where} holds {holds}"
     if force:
         log(f"warning: {now}; --force: replacing it with {plan.source.label} for TP={plan.tp}")
         return
-    raise HubpadError(f"{now}; this run would replace it with {plan.source.label} for TP={plan.tp}: pass --force "
-                      f"to replace it, or choose another --to")
+    raise TargetTakenError(f"{now}; this run would replace it with {plan.source.label} for TP={plan.tp}: pass --force "
+                           f"to replace it, or choose another --to", holds)
 
 
 def _same_upstream(recorded: str, kind: str | None, source: Source) -> bool:

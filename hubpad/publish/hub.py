@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from hubpad import FORMAT_VERSION
-from hubpad.errors import ConfigError, ConflictError, HubpadError, NetworkError
+from hubpad.errors import ConfigError, ConflictError, HubpadError, NetworkError, TargetTakenError
 from hubpad.formats.manifest import dumps, same_build
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan, ShardPlan
@@ -62,6 +62,32 @@ def default_target(source: Source, tp: int, api) -> str:
 def release_tag(upstream_commit: str | None, tp: int) -> str:
     """The tag that pins a published derivative commit (the recipe's model_revision)."""
     return f"hubpad-tp{tp}-{(upstream_commit or 'local')[:12]}"
+
+
+def staging_records(api, repo_id: str, tp: int) -> list[dict]:
+    """The per-shard records on `repo_id`'s staging branch that a run at `tp` (this format version) can reuse: shards
+    staged by a run that has not published yet (interrupted, or one part of a fan-out). None without the branch."""
+    from huggingface_hub import errors as e
+
+    try:
+        entries = list(api.list_repo_tree(repo_id, path_in_repo=STAGING_DIR, revision=STAGING_BRANCH))
+    except (e.EntryNotFoundError, e.RevisionNotFoundError, e.RepositoryNotFoundError):
+        entries = []
+    except e.HfHubHTTPError:
+        with hub_errors(f"target {repo_id}: read {STAGING_BRANCH}"):
+            raise
+    records = []
+    for item in entries:
+        if not item.path.endswith(".json"):
+            continue
+        try:
+            record = json.loads(read_repo_file(api, repo_id, item.path, STAGING_BRANCH) or b"")
+        except (HubpadError, ValueError):
+            continue
+        shard = record.get("shard") if isinstance(record, dict) else None
+        if same_build(record, tp) and isinstance(shard, dict) and isinstance(shard.get("name"), str):
+            records.append(record)  # anything else: nothing to reuse
+    return records
 
 
 class HubPublisher(Publisher):
@@ -117,18 +143,23 @@ class HubPublisher(Publisher):
 
     # ------------------------------------------------------------------------------------------ setup
 
-    def prepare(self, plan: Plan) -> dict | None:
+    def inspect(self, plan: Plan) -> dict | None:
+        """What the target holds (its hubpad.json) and everything `prepare` refuses, with no side effect (nothing
+        created, no scratch folder): a dry run's verdict, and the Space's checks before it queues a run."""
         from huggingface_hub import errors as e
 
         self.plan = plan
         if plan.source.kind == "hub" and plan.source.label.casefold() == self.repo_id.casefold():
             raise HubpadError(f"target {self.repo_id}: destination is the source; choose another --to "
                               f"(default: <your user>/<name>-TP<N>)")
-        self._budget = self._scratch_budget(plan)
+        biggest = max(s.size for s in plan.shards)
+        if self.max_disk is not None and biggest > self.max_disk:
+            raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
+                              f"({human(biggest)}); lower --shard-size or raise --max-disk")
         try:
             info = self.api.model_info(self.repo_id, revision=self.branch)
         except e.RepositoryNotFoundError:
-            info = None
+            info = None  # `prepare` creates it
         except e.RevisionNotFoundError:
             raise HubpadError(f"target {self.repo_id}: branch {self.branch!r} does not exist") from None
         except Exception:
@@ -137,21 +168,28 @@ class HubPublisher(Publisher):
                     raise
             except NetworkError as exc:  # --to may have meant a local directory that does not exist yet
                 raise NetworkError(f"{exc}; {both_readings(self.repo_id)}") from None
-        if info is None:
-            with hub_errors(f"target {self.repo_id}: create"):
-                self.api.create_repo(self.repo_id, private=self.private, exist_ok=True)
-                info = self.api.model_info(self.repo_id, revision=self.branch)
-            log(f"created {'private' if self.private else 'public'} repo {self.repo_id}")
-        self.base_commit = info.sha
-        self.existing_files = {s.rfilename for s in info.siblings or []}
+        self.base_commit = info.sha if info is not None else None
+        self.existing_files = {s.rfilename for s in info.siblings or []} if info is not None else set()
         if MANIFEST in self.existing_files:
             self.existing = read_existing_manifest(self._download(MANIFEST, self.base_commit), f"target {self.repo_id}",
                                                    self.force)
         elif self.existing_files - {".gitattributes"} and not self.force:
-            raise HubpadError(f"target {self.repo_id} already has files and no {MANIFEST}: hubpad did not create it "
-                              f"(use --force to publish into it anyway; hubpad never deletes files it did not create)")
+            raise TargetTakenError(f"target {self.repo_id} already has files and no {MANIFEST}: hubpad did not create "
+                                   f"it (use --force to publish into it anyway; hubpad never deletes files it did not "
+                                   f"create)", "files hubpad did not create")
         if self.existing is not None:
             check_replace(self.existing, plan, f"target {self.repo_id}", self.force)
+        return self.existing
+
+    def prepare(self, plan: Plan) -> dict | None:
+        """`inspect`, the scratch budget (before anything is created), the repo if it is new, the workdir."""
+        self.inspect(plan)
+        self._budget = self._scratch_budget(plan)
+        if self.base_commit is None:
+            with hub_errors(f"target {self.repo_id}: create"):
+                self.api.create_repo(self.repo_id, private=self.private, exist_ok=True)
+                self.base_commit = self.api.model_info(self.repo_id, revision=self.branch).sha
+            log(f"created {'private' if self.private else 'public'} repo {self.repo_id}")
         self._make_workdir()
         log(f"scratch disk: {self._budget_note} under {self.workdir}")
         self._load_staging()
@@ -169,10 +207,7 @@ class HubPublisher(Publisher):
         filesystem has free; without it two shards when free with a tenth to spare, else one. Less than one shard
         free fails now, not at the first shard's end."""
         have = self.room(plan)
-        biggest = have.least
-        if self.max_disk is not None and biggest > self.max_disk:
-            raise HubpadError(f"--max-disk {human(self.max_disk)} is smaller than the largest output shard "
-                              f"({human(biggest)}); lower --shard-size or raise --max-disk")
+        biggest = have.least  # `inspect` refused a --max-disk below it
         if not have.enough:
             raise HubpadError(f"{self.workdir}: not enough disk for scratch shards: {have.line()} (the largest output "
                               f"shard is {human(biggest)}); point --workdir elsewhere or lower --shard-size")
@@ -235,32 +270,14 @@ class HubPublisher(Publisher):
 
     def refresh_staged(self) -> None:
         """Reload the per-shard staging records (valid only for this format version and tp)."""
-        from huggingface_hub import errors as e
-
-        try:
-            entries = list(self.api.list_repo_tree(self.repo_id, path_in_repo=STAGING_DIR, revision=STAGING_BRANCH))
-        except e.EntryNotFoundError:
-            entries = []
-        except e.HfHubHTTPError:
-            with hub_errors(f"target {self.repo_id}: read {STAGING_BRANCH}"):
-                raise
         staged, files = {}, {}
-        for item in entries:
-            if not item.path.endswith(".json"):
-                continue
-            try:
-                record = json.loads(self._download(item.path, STAGING_BRANCH))
-            except (HubpadError, ValueError):
-                continue
-            if not same_build(record, self.plan.tp):
-                continue
-            shard = record.get("shard")
-            if isinstance(shard, dict) and isinstance(shard.get("name"), str):  # anything else: nothing to reuse
-                staged[shard["name"]] = shard
-                files_read = record.get("upstream_files")
-                for path, rec in (files_read.items() if isinstance(files_read, dict) else ()):
-                    if isinstance(rec, dict) and isinstance(rec.get("sha256"), str):  # usable_record checks the rest
-                        files.setdefault(path, {})[rec.get("sha256")] = rec
+        for record in staging_records(self.api, self.repo_id, self.plan.tp):
+            shard = record["shard"]
+            staged[shard["name"]] = shard
+            files_read = record.get("upstream_files")
+            for path, rec in (files_read.items() if isinstance(files_read, dict) else ()):
+                if isinstance(rec, dict) and isinstance(rec.get("sha256"), str):  # usable_record checks the rest
+                    files.setdefault(path, {})[rec.get("sha256")] = rec
         self.staged, self.staged_files = staged, files
 
     # ------------------------------------------------------------------------------------------ shards
@@ -531,11 +548,12 @@ class HubPublisher(Publisher):
             tags = {t.name for t in self.api.list_repo_refs(self.repo_id).tags}
         return tag if tag in tags else self._published_head()
 
-    def update_files(self, files: dict[str, str], message: str) -> dict:
+    def update_files(self, files: dict[str, str], message: str, removed: list[str] = ()) -> dict:
         """One commit guarded by parent_commit: a concurrent change makes it fail with nothing committed."""
-        from huggingface_hub import CommitOperationAdd
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=t.encode()) for p, t in sorted(files.items())]
+        ops += [CommitOperationDelete(path_in_repo=p) for p in sorted(removed)]
         try:
             # An upload failure (vllm_patch/*.pth go through Xet/LFS) is one line too; nothing is committed.
             with hub_errors(f"target {self.repo_id}: commit"):

@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from hubpad.errors import ConfigError, HubpadError
+from hubpad.errors import ConfigError, HubpadError, TargetTakenError
 from hubpad.formats.manifest import dumps, parse_manifest
 from hubpad.formats.names import MANIFEST
 from hubpad.plan.model import Plan, ShardPlan
@@ -59,9 +59,21 @@ class LocalPublisher(Publisher):
         self._keep_from: dict[str, Path] = {}  # shard name -> the file find_reusable checked
         self._stranded: list[str] = []  # DST's own files a failed swap could not move back out of the build
 
+    def inspect(self, plan: Plan) -> dict | None:
+        """Read only (a dry run): the run's refusals, DST's manifest, and the finished shards a killed run left that
+        the run would reuse (where no run holds DST now); no lock, no scratch, nothing removed or restored."""
+        self._check_source_apart(plan)
+        self.existing = self._existing(plan)
+        if abandoned(self._lock.path) or not self._lock.path.exists():
+            for folder in self._stale_scratch(restore=False):
+                for entry, path in _records(folder):
+                    self._resume.setdefault(entry["name"], []).append((entry, path))
+        return self.existing
+
     def prepare(self, plan: Plan) -> dict | None:
-        if plan.source.kind == "local":  # first: --force cannot help here, so no other error may suggest it
-            _check_apart(Path(plan.source.label).expanduser().resolve(), self.dst.resolve(), self.label)
+        """`inspect`'s checks, made under DST's lock once a killed run's leftovers are dealt with (a DST it left
+        missing is restored first), then the build folder, holding what those runs finished."""
+        self._check_source_apart(plan)
         with writing(self.dst.parent):
             self.dst.parent.mkdir(parents=True, exist_ok=True)
         self._take_lock()
@@ -79,20 +91,10 @@ class LocalPublisher(Publisher):
         self.existing = existing
         return existing
 
-    def peek(self, plan: Plan) -> dict | None:
-        """What a run would find (DST's manifest, an interrupted run's finished shards), read only: no lock, no
-        scratch, nothing removed (a dry run's figures)."""
-        manifest = self.dst / MANIFEST
-        try:
-            self.existing = parse_manifest(manifest.read_bytes(), self.label) if manifest.is_file() else None
-        except (HubpadError, OSError):
-            self.existing = None
-        lock = self._lock.path
-        if abandoned(lock) or not lock.exists():
-            for folder in self._stale_scratch(restore=False):
-                for entry, path in _records(folder):
-                    self._resume.setdefault(entry["name"], []).append((entry, path))
-        return self.existing
+    def _check_source_apart(self, plan: Plan) -> None:
+        """First of the checks: --force cannot help here, so no other error may suggest it."""
+        if plan.source.kind == "local":
+            _check_apart(Path(plan.source.label).expanduser().resolve(), self.dst.resolve(), self.label)
 
     def _existing(self, plan: Plan) -> dict | None:
         """DST's manifest, once DST is known to be a folder this run may publish into."""
@@ -104,8 +106,8 @@ class LocalPublisher(Publisher):
             if manifest.is_file():
                 existing = read_existing_manifest(manifest.read_bytes(), self.label, self.force)
             elif any(self.dst.iterdir()) and not self.force:
-                raise HubpadError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force to "
-                                  f"publish into it; its other files are kept)")
+                raise TargetTakenError(f"{self.label}: exists, is not empty and was not made by hubpad (use --force "
+                                       f"to publish into it; its other files are kept)", "files hubpad did not make")
         if existing is not None:
             check_replace(existing, plan, self.label, self.force)
         return existing
@@ -218,9 +220,15 @@ class LocalPublisher(Publisher):
         need = sum(s.size for s in to_build) + sum(plan.files[f].size for f in plan.copied_files) + SMALL_FILES + index
         return room(self.tmp or self.dst.parent, need, what="the derivative")
 
+    def short_of_room(self, have: Room) -> str | None:
+        return f"over --max-disk {human(self.max_disk)}" if self._over_max_disk(have) else super().short_of_room(have)
+
+    def _over_max_disk(self, have: Room) -> bool:
+        return self.max_disk is not None and have.need > self.max_disk
+
     def check_room(self, plan: Plan, to_build: list[ShardPlan]) -> None:
         have = self.room(plan, to_build)
-        if self.max_disk is not None and have.need > self.max_disk:
+        if self._over_max_disk(have):
             raise HubpadError(f"{self.label}: the derivative needs {human(have.need)} of disk beside it (a local DST "
                               f"holds every shard, less those it reuses), over --max-disk {human(self.max_disk)}")
         if not have.enough:
@@ -329,8 +337,9 @@ class LocalPublisher(Publisher):
         p = self.dst / path
         return p.read_bytes() if p.is_file() else None
 
-    def update_files(self, files: dict[str, str], message: str) -> dict:
-        """Each file replaced by a rename (readers see the old text or the new one, never half of either)."""
+    def update_files(self, files: dict[str, str], message: str, removed: list[str] = ()) -> dict:
+        """Each file replaced by a rename (readers see the old text or the new one, never half of either); the
+        removed ones deleted last, with a folder they leave empty (hubpad.json, written before, no longer lists them)."""
         for path, text in files.items():
             p = self.dst / path
             tmp = p.with_name(f".{p.name}.hubpad-tmp")
@@ -341,6 +350,14 @@ class LocalPublisher(Publisher):
                     os.replace(tmp, p)
                 finally:
                     tmp.unlink(missing_ok=True)
+        for path in removed:
+            p = self.dst / path
+            with writing(p):
+                p.unlink(missing_ok=True)
+                for folder in p.parents:
+                    if folder == self.dst or not folder.is_relative_to(self.dst) or any(folder.iterdir()):
+                        break
+                    folder.rmdir()
         return {"commit": None, "url": str(self.dst)}
 
     def abort(self) -> None:

@@ -89,7 +89,17 @@ def render_derivative(
         for path, template in PATCH_TEMPLATES.items():
             files[path] = _render(env, template, ctx)
     _check_outputs(files, ctx)
+    if target_repo is not None:  # meant for upload: no file may name a local path
+        upstream = manifest.get("upstream") or {}
+        _check_no_local_paths(files, [target_path, upstream.get("repo") if upstream.get("kind") == "local" else None])
     return RenderResult(files=files, warnings=warnings)
+
+
+def _check_no_local_paths(files: dict[str, str], paths: list[str | None]) -> None:
+    for path in filter(None, paths):
+        for name, text in files.items():
+            if str(path) in text:
+                raise HubpadError(f"internal error: the rendered {name}, meant for upload, names the local path {path}")
 
 
 def _environment(templates_dir: Path | None) -> SandboxedEnvironment:

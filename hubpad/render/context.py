@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from hubpad import __version__
 from hubpad.errors import HubpadError
+from hubpad.plan import lossless
 from hubpad.plan.vllm_route import route_flags
 from hubpad.render.license import resolve_license
 from hubpad.render.markup import dump_front_matter
@@ -52,15 +54,6 @@ def _dedupe(items: list[str]) -> list[str]:
     return [x for x in items if not (x in seen or seen.add(x))]
 
 
-def _dim_kind(config_key: str) -> str:
-    """Which lossless argument applies to a padded dimension: attention heads, MLP width, or something else."""
-    if "head" in config_key:
-        return "attention"
-    if "intermediate" in config_key:
-        return "mlp"
-    return "other"
-
-
 @dataclass
 class _Upstream:
     """The upstream as the manifest records it, checked: these values end up in links, YAML and commands."""
@@ -74,6 +67,13 @@ class _Upstream:
     @property
     def namespace(self) -> str | None:
         return self.repo.split("/", 1)[0] if self.is_hub and "/" in self.repo else None
+
+    def named(self, public: bool) -> str:
+        """How a card names it: a Hub repo by its id, a local upstream by its path, except in a card meant for
+        upload (a Hub target), which names no local path: there only the folder's name."""
+        if self.is_hub or not public:
+            return self.repo
+        return PurePath(self.repo.rstrip("/\\")).name or "upstream"
 
 
 @dataclass
@@ -127,7 +127,8 @@ def build_context(
     return {
         **_identity(manifest, target_repo, target_path, upstream, published_commit, tp),
         **_padding(manifest, dims, tp, vocab),
-        **recipe_context(manifest, target_repo or target_path, published_commit, tp, bool(vocab.get("patch_needed"))),
+        **recipe_context(manifest, target_repo or target_path, published_commit, tp, bool(vocab.get("patch_needed")),
+                         target_is_hub=target_repo is not None),
         "copied_files": sorted(copied),
         "generated_files": sorted(str_list(files_section.get("generated"))),
         "base_models": cards.base_models,
@@ -136,7 +137,8 @@ def build_context(
         "license": license_info,
         "library_name": str_or_none(cards.meta.get("library_name")) or DEFAULT_LIBRARY,
         "pipeline_tag": str_or_none(cards.meta.get("pipeline_tag")) or DEFAULT_PIPELINE,
-        "front_matter": dump_front_matter(_front_matter(manifest, upstream, cards, license_info, dims, tp, warnings)),
+        "front_matter": dump_front_matter(_front_matter(manifest, upstream, cards, license_info, dims, tp, warnings,
+                                                        public=target_repo is not None)),
         "shards": [{"name": s["name"], "size": human(int(s.get("size", 0)), 2), "sha256": str(s.get("sha256", ""))[:16]}
                    for s in manifest.get("shards") or []],
         "owner_section": owner if owner is not None else OWNER_PLACEHOLDER,
@@ -254,7 +256,10 @@ def _identity(manifest: dict, target_repo: str | None, target_path: str | None, 
         "target_is_hub": target_repo is not None,
         "target_name": ref.rstrip("/").rsplit("/", 1)[-1],
         "target_namespace": target_repo.split("/", 1)[0] if target_repo else "local",
-        "upstream_repo": upstream.repo,
+        "upstream_repo": upstream.named(public=target_repo is not None),
+        # what `hubpad mirror` is given to reproduce it: in a card for upload, a local upstream as ./<its folder name>
+        "upstream_arg": upstream.repo if upstream.is_hub or target_repo is None
+        else f"./{upstream.named(public=True)}",
         "upstream_is_hub": upstream.is_hub,
         "upstream_namespace": upstream.namespace,
         "upstream_revision": upstream.revision,
@@ -270,23 +275,23 @@ def _identity(manifest: dict, target_repo: str | None, target_path: str | None, 
 
 def _padding(manifest: dict, dims: list[dict], tp: int, vocab: dict) -> dict[str, Any]:
     """What padding changed: dims, GQA groups, the per-rank table, tensors and the vocab patch."""
-    changed = [d for d in dims if d["before"] != d["after"]]
     by_key = {d.get("config_key"): d for d in dims}
-    gqa = None
+    group = None  # query heads per kv head, when padding kept it (whole groups)
     q, kv = by_key.get("num_attention_heads"), by_key.get("num_key_value_heads")
-    if q and kv and kv["before"] and kv["after"] and q["before"] % kv["before"] == 0 and q["after"] % kv["after"] == 0:
-        gqa = {"before": q["before"] // kv["before"], "after": q["after"] // kv["after"]}
+    if q and kv and all(isinstance(d.get(k), int) and d[k] > 0 for d in (q, kv) for k in ("before", "after")):
+        if q["before"] % kv["before"] == 0 and q["before"] // kv["before"] * kv["after"] == q["after"]:
+            group = q["before"] // kv["before"]
     tensors = manifest.get("tensors") or {}
     vocab_patch = bool(vocab.get("patch_needed"))
+    rescaled = [g for g in _padded_groups(tensors.get("padded_groups")) if g["scale"] is not None]
     return {
         "dims": dims,
-        "changed_dims": changed,
-        "changed_kinds": sorted({_dim_kind(str(d.get("config_key", ""))) for d in changed}),
-        "gqa": gqa,
         "rank_table": manifest.get("rank_table") or [],
         "tensors": {"total": tensors.get("total"), "padded": tensors.get("padded"), "copied": tensors.get("copied"),
                     "padded_groups": _padded_groups(tensors.get("padded_groups"))},
-        "rescaled": [g for g in _padded_groups(tensors.get("padded_groups")) if g["scale"] is not None],
+        "rescaled": rescaled,
+        # why the outputs do not change: one sentence per mechanism and padded format (plan/lossless.py)
+        "lossless": lossless.sentences(manifest.get("lossless"), group=group, rescaled=bool(rescaled)),
         "vocab": vocab,
         "vocab_patch": vocab_patch,
         "vocab_per_rank": (int(vocab["patched_size"]) // tp) if vocab_patch else None,
@@ -310,7 +315,7 @@ def _padded_groups(value: Any) -> list[dict[str, Any]]:
 
 
 def _front_matter(manifest: dict, upstream: _Upstream, cards: _Cards, license_info: dict, dims: list[dict], tp: int,
-                  warnings: list[str]) -> dict[str, Any]:
+                  warnings: list[str], public: bool) -> dict[str, Any]:
     """The card's YAML front matter as a dict (dumped by yaml, so upstream strings can never break it)."""
     front: dict[str, Any] = {}
     if upstream.is_hub:
@@ -330,7 +335,7 @@ def _front_matter(manifest: dict, upstream: _Upstream, cards: _Cards, license_in
     front["tags"] = _dedupe(str_list(cards.meta.get("tags")) + [f"tensor-parallel-{tp}", "hubpad", "sparkrun"]
                             + _format_tags(manifest.get("quantization") or {}))
     front["hubpad"] = {
-        "upstream": upstream.repo,
+        "upstream": upstream.named(public),
         "upstream_revision": upstream.commit or (str_or_none((manifest.get("upstream") or {}).get("digest"))
                                                  if not upstream.is_hub else None) or "local directory",
         "tp": tp,

@@ -24,8 +24,8 @@ SPARKRUN_QUANTIZATION = {"awq", "gptq", "marlin", "fp8", "nvfp4", "mxfp4", "bits
 
 
 def recipe_context(manifest: dict, target_repo: str, published_commit: str | None, tp: int,
-                   vocab_patch: bool) -> dict[str, Any]:
-    """The serve command's flags, the image and the sparkrun recipe's defaults."""
+                   vocab_patch: bool, target_is_hub: bool = True) -> dict[str, Any]:
+    """The serve command's flags, the image, the sparkrun recipe's defaults, and how `sparkrun run` names it."""
     serving = manifest.get("serving") or {}
     quant = manifest.get("quantization") or {}
     container = str(serving.get("container") or DEFAULT_CONTAINER)
@@ -42,11 +42,18 @@ def recipe_context(manifest: dict, target_repo: str, published_commit: str | Non
         if flag["key"]:
             defaults[flag["key"]] = flag["value"]
     method = str(quant.get("method")).lower()
+    recipe_file = f"{target_repo.rstrip('/').rsplit('/', 1)[-1].lower()}.yaml"
     return {
-        "recipe_file": f"{target_repo.rstrip('/').rsplit('/', 1)[-1].lower()}.yaml",
+        "recipe_file": recipe_file,
+        # `sparkrun run` names the recipe by its URL (a Hub repo) or its path; its pre_exec hook (the vocab plugin)
+        # runs only with --trust. The card and the recipe's own header say the same command.
+        "recipe_location": f"https://huggingface.co/{target_repo}/resolve/main/{recipe_file}" if target_is_hub
+        else f"{target_repo}/{recipe_file}",
+        "sparkrun_trust": vocab_patch,
         "container": container,  # the recipe runs the stock image; a vocab patch is installed by its pre_exec hook
         "base_image": container,
         "image": image,  # what the Containerfile builds, for plain `vllm serve` users
+        "docker_image": image,  # the card's `docker run` lines: the recipe's image, or the one with the vocab plugin
         "min_vllm": min_vllm_info(serving),
         "flags": flags,
         "recipe_defaults": defaults,

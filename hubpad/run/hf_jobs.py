@@ -73,9 +73,10 @@ class Account:
     namespace: str
 
 
-def connect(namespace: str | None = None) -> Account:
-    """The token's account, in `namespace` (default: the token's user)."""
-    api = api_for()
+def connect(namespace: str | None = None, token: str | None = None) -> Account:
+    """The token's account, in `namespace` (default: the token's user). `token`: a given one (a web page's
+    signed-in user), else huggingface_hub's usual one."""
+    api = api_for(token)
     if not api.token:
         raise HubpadError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (a job gets it as its "
                           "HF_TOKEN secret)")
@@ -110,11 +111,12 @@ class Launcher(Account):
         return asked if asked is not None else budget
 
 
-def prepare(settings: Settings) -> Launcher:
-    """Check the token, the namespace, the flavor and the install before anything is started."""
+def prepare(settings: Settings, token: str | None = None) -> Launcher:
+    """Check the token (`token`, else the usual one), the namespace, the flavor and the install before anything is
+    started."""
     timeout_s = parse_duration(settings.timeout)
     install = resolve_install(settings.install)
-    account = connect(settings.namespace)
+    account = connect(settings.namespace, token)
     api = account.api
     with hub_errors("list the Jobs hardware"):
         hardware = {hw.name: hw for hw in api.list_jobs_hardware()}
@@ -338,12 +340,16 @@ def _duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def run(launcher: Launcher, command: Command, *, detach: bool = False, echo: Callable[[str], None] = log):
-    """Start one job and (unless detached) follow it to its end; raises JobFailed unless it completed.
+def run(launcher: Launcher, command: Command, *, detach: bool = False, echo: Callable[[str], None] = log,
+        started: Callable[[object], None] | None = None):
+    """Start one job and (unless detached) follow it to its end; raises JobFailed unless it completed. `started`
+    gets the JobInfo as soon as the job exists (a page links to it).
 
     Ctrl-C while following cancels the job, then stops the command (KeyboardInterrupt goes on up)."""
     job = submit(launcher, command)
     try:
+        if started is not None:
+            started(job)
         echo(f"started job {job.id} on {launcher.flavor} ({launcher.price}, timeout "
              f"{_duration(launcher.timeout_s)}) in {launcher.namespace}, hubpad {launcher.install.pin[:12]}: {job.url}")
         if detach:

@@ -55,13 +55,14 @@ def github_commit(repo: str, sha: str) -> Install:
 
 
 def pinned(spec: str) -> Install:
-    """An explicit spec, refused unless it names one release or one commit."""
+    """An explicit spec, refused unless it names one release or one commit. An Install's own `requirement` is a
+    spec of the same install (what space/publish.py hands its Space)."""
     text = spec.strip()
+    url = text.split("@", 1)[1].strip() if text.startswith("hubpad") and "@" in text else text
     if m := _RELEASE.fullmatch(text):
         return Install(requirement=f"hubpad=={m[1]}", lock=None, pin=m[1])
-    if m := _GITHUB_AT.fullmatch(text) or _GITHUB_ARCHIVE.fullmatch(text):
+    if m := _GITHUB_AT.fullmatch(text) or _GITHUB_ARCHIVE.fullmatch(url):
         return github_commit(m["repo"], m["sha"])
-    url = text.split("@", 1)[1].strip() if text.startswith("hubpad") and "@" in text else text
     if url.startswith(("https://", "git+https://")) and (shas := _COMMIT.findall(url)):
         return Install(requirement=f"hubpad @ {url}", lock=None, pin=shas[-1], needs_git=url.startswith("git+"))
     raise ConfigError(f"--install {spec!r} is not pinned: a job installs one release (hubpad==X.Y.Z), one commit "

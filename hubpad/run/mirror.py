@@ -17,7 +17,7 @@ from typing import ContextManager, Protocol
 
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.manifest import dumps, is_fresh
-from hubpad.formats.names import INDEX, MANIFEST
+from hubpad.formats.names import BUILT, INDEX, MANIFEST
 from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
 from hubpad.plan.adapters.vllm import min_vllm
 from hubpad.plan.model import Plan, ShardPlan
@@ -27,7 +27,6 @@ from hubpad.run.derivative import derivative_files
 from hubpad.source.base import VerifiedReader
 from hubpad.source.blocks import BlockReader
 from hubpad.util.block_hashes import usable_record
-from hubpad.util.disk import Room
 from hubpad.util.hashing import bytes_sha256, digest_of, file_sha256
 from hubpad.util.log import log
 from hubpad.util.sizes import human
@@ -144,8 +143,8 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     except BaseException:  # a refused or unreachable target: nothing of this run may stay behind (scratch, locks)
         publisher.abort()
         raise
-    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing, hooks)
-    if is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards]):
+    upstream_sha, fresh = _verdict(plan, publisher, existing, hooks)
+    if fresh:
         return _settle_up_to_date(plan, publisher, existing)
     inputs = _Inputs(plan, summary, _block_records(plan, publisher, existing, upstream_sha))
     try:
@@ -167,14 +166,34 @@ def run_mirror(plan: Plan, publisher: Publisher, *, templates_dir: Path | None =
     return summary
 
 
-def disk_room(plan: Plan, publisher: Publisher) -> Room:
-    """The disk a run would need and find free (a dry run's figure, the same a run checks), from reads only: no
-    lock, no scratch, nothing created."""
-    existing = publisher.peek(plan)
-    if publisher.stages:  # the Hub's scratch is a budget for any shard: what it reuses does not change it
-        return publisher.room(plan, plan.shards)
-    upstream_sha, _ = _upstream_hashes(plan, publisher, existing)
-    return publisher.room(plan, _to_build(plan, publisher, upstream_sha, None, False))
+def preview(plan: Plan, publisher: Publisher, publish_only: bool = False) -> dict:
+    """What `run_mirror` would do, writing nothing (`--dry-run`): the same checks of the target (a refusal raises
+    the same error), the same freshness rule, so a dry run reaches the run's verdict, and, when it would publish,
+    the disk the run checks before its first byte (`disk`: its figure, and why the run would stop, if it would).
+    The publisher only reads (`inspect`): no lock, no scratch, nothing created or removed."""
+    _check_needs_padding(plan)
+    try:
+        existing = publisher.inspect(plan)
+        upstream_sha, fresh = _verdict(plan, publisher, existing)
+        room = None if fresh else publisher.room(plan, _to_build(plan, publisher, upstream_sha, None, publish_only))
+    finally:
+        publisher.abort()
+    return {"dry_run": True, "target": publisher.label, "upstream": plan.source.label,
+            "upstream_commit": plan.source.commit, "up_to_date": fresh, "would_publish": not fresh,
+            "bytes_out": plan.bytes_out, "shards": len(plan.shards),
+            "holds": None if existing is None else {"upstream": (existing.get("upstream") or {}).get("repo"),
+                                                    "tp": existing.get("tp")},
+            "disk": None if room is None else {"need": room.need, "least": room.least, "free": room.free,
+                                               "where": str(room.where), "said": room.said(),
+                                               "stops": publisher.short_of_room(room)}}
+
+
+def _verdict(plan: Plan, publisher: Publisher, existing: dict | None,
+             hooks: RunHooks | None = None) -> tuple[dict[str, str | None], bool]:
+    """The one rule for "up to date" (a run and a dry run both ask it): the target's hubpad.json records this
+    upstream state, padded for this TP into these shards. Returns the upstream weight files' sha256 as known."""
+    upstream_sha, upstream_state = _upstream_hashes(plan, publisher, existing, hooks)
+    return upstream_sha, is_fresh(existing, plan.tp, upstream_state, plan.source.ref, [s.name for s in plan.shards])
 
 
 def _to_build(plan: Plan, publisher: Publisher, upstream_sha: dict, only: set[str] | None,
@@ -198,10 +217,14 @@ def _start_summary(plan: Plan, publisher: Publisher) -> Summary:
     summary = publisher.summary
     summary.target = publisher.label
     summary.upstream_commit = plan.source.commit
+    _check_needs_padding(plan)
+    return summary
+
+
+def _check_needs_padding(plan: Plan) -> None:
     if not plan.needs_padding:
         raise ConfigError(f"{plan.source.label} already shards at tp={plan.tp}; nothing to pad "
                           f"(stock TP values that work: {plan.upstream_tp_values})")
-    return summary
 
 
 def _settle_up_to_date(plan: Plan, publisher: Publisher, existing: dict) -> Summary:
@@ -351,7 +374,7 @@ def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict]
                            templates_dir: Path | None, serving_overrides: dict | None) -> dict:
     """Copy the other upstream files, then write config, index, card, recipe, patch and hubpad.json."""
     upstream_files = _upstream_file_records(plan, publisher, inputs)
-    generated = ["config.json", INDEX, MANIFEST]
+    generated = list(BUILT)
     manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated,
                               _serving(plan, serving_overrides))
     if plan.source.kind == "local":
@@ -405,6 +428,9 @@ def _serving(plan: Plan, overrides: dict | None) -> dict:
     """The family's vLLM serving flags, with what the format needs and the mirrors file's overrides."""
     serving = dict(plan.adapter.serving(plan.new_config))  # the derivative's config: padded heads included
     serving["upstream_tp_values"] = plan.upstream_tp_values
+    notes = plan.adapter.tp_notes(plan.new_config, plan.tp)  # what serving at this TP needs (the card says it)
+    if notes:
+        serving["notes"] = [*serving.get("notes", []), *notes]
     features = list(serving.pop("vllm_features", []))
     hidden = int(plan.adapter.dims_config(plan.new_config).get("hidden_size") or 0)
     if serving.get("speculative_config") and plan.adapter.mtp_fc_shards_hidden and hidden % plan.tp:

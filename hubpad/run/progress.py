@@ -6,12 +6,17 @@ a web page shows the same ones, so a user reads the same thing wherever a run is
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
 from hubpad.util.sizes import human
 
 BAR_WIDTH = 24
+# The two forms of `Meter.line`, read back from a log (a job's, followed by a page).
+_SIZE = r"\d[\d.]* [KMGT]?B"
+_LIVE = re.compile(rf"\S.* \[[#.]{{{BAR_WIDTH}}}\] +[\d.]+% {_SIZE}/{_SIZE} {_SIZE}/s ETA \S+")
+_FINAL = re.compile(rf"\S.*: {_SIZE} in [\d.]+s \({_SIZE}/s\)")
 
 
 @dataclass
@@ -49,3 +54,10 @@ class Meter:
         left = f"{eta:.0f}s" if eta != float("inf") else "?"
         return (f"{self.label} [{bar}] {pct:5.1f}% {human(self.done)}/{human(self.total)} "
                 f"{human(self.rate(now))}/s ETA {left}")
+
+
+def line_kind(line: str) -> str | None:
+    """"live" or "final" for a line `Meter.line` wrote (a front end reading another's log: a job's), else None."""
+    if _LIVE.fullmatch(line):
+        return "live"
+    return "final" if _FINAL.fullmatch(line) else None

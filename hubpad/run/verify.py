@@ -126,6 +126,7 @@ def verify_derivative(src: Source, dst: Source) -> dict:
     plan = make_plan(src, tp)
     config = read_json(dst, "config.json")
     plan.adapter.check_tp(plan.adapter.dims_config(config), tp)  # DST's own dims serve at its TP (DeepSeek-V4 groups)
+    plan.adapter.check_derivative(plan.adapter.dims_config(config), tp)  # (Cohere: heads vLLM divides unchecked)
     if config != plan.new_config:
         diff = sorted(k for k in set(config) | set(plan.new_config) if config.get(k) != plan.new_config.get(k))
         raise HubpadError(f"{dst.label}/config.json differs from the plan at: {', '.join(diff)}")

@@ -24,7 +24,7 @@ class HubSource(Source):
 
     kind = "hub"
 
-    def __init__(self, repo_id: str, revision: str = "main", token: str | None = None) -> None:
+    def __init__(self, repo_id: str, revision: str = "main", token: str | bool | None = None) -> None:
         if not is_repo_id(repo_id):
             raise ConfigError(f"{repo_id!r} is neither an existing local directory nor a Hub repo id (org/name); "
                               f"for a local directory write {forced_local(repo_id)}")

@@ -6,7 +6,7 @@ import os
 import re
 from contextlib import contextmanager
 
-from hubpad.errors import ConflictError, HubError, HubpadError, NetworkError
+from hubpad.errors import ConflictError, GatedError, HubError, HubpadError, NetworkError
 from hubpad.util.log import log
 from hubpad.util.redact import redact
 
@@ -16,12 +16,13 @@ def endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
 
 
-def api_for(token: str | None = None):
-    """An HfApi on the current endpoint; the token comes from huggingface_hub's usual sources unless given."""
+def api_for(token: str | bool | None = None):
+    """An HfApi on the current endpoint; the token comes from huggingface_hub's usual sources unless given. `False`:
+    no token at all, not even the machine's (a web page acting for a visitor who has not signed in)."""
     from huggingface_hub import HfApi, get_token
 
     install_retries()
-    return HfApi(endpoint=endpoint(), token=token or get_token())
+    return HfApi(endpoint=endpoint(), token=False if token is False else token or get_token())
 
 
 # Answers to a commit whose parent_commit is no longer the branch head: someone else published first.
@@ -101,14 +102,16 @@ def hub_errors(what: str):
         raise
     except e.FileDuplicationError as exc:
         raise HubError(redact(f"{what}: {duplication_failure(exc)}")) from None
+    except e.GatedRepoError as exc:  # before RepositoryNotFoundError: huggingface_hub derives it from that
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        raise GatedError(f"{what}: gated repository; accept its terms on the Hub with this token's account",
+                         status) from None
     except e.RepositoryNotFoundError:
         raise HubError(f"{what}: repository not found, or the token cannot access it", 404) from None
     except e.RevisionNotFoundError:
         raise HubpadError(f"{what}: revision not found") from None
     except e.EntryNotFoundError:
         raise HubpadError(f"{what}: file not found") from None
-    except e.GatedRepoError:
-        raise HubpadError(f"{what}: gated repository; accept its terms on the Hub with this token's account") from None
     except e.HfHubHTTPError as exc:
         status = getattr(getattr(exc, "response", None), "status_code", None)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -119,7 +122,7 @@ def hub_errors(what: str):
             message = f"{what}: Hub error {first}" if first.startswith(str(status)) else \
                 f"{what}: Hub error {status or ''} {first}".replace("  ", " ")
         raise (ConflictError if status in CONFLICT_STATUS else HubError)(redact(message), status) from None
-    except (httpx.TransportError, httpx.StreamError) as exc:
+    except (httpx.TransportError, httpx.StreamError, e.OfflineModeIsEnabled) as exc:
         raise NetworkError(redact(f"{what}: {unreachable(exc)}")) from None
     except (ValueError, OSError, RuntimeError) as exc:
         message = copy_without_xet_hash(exc) or xet_failure(exc)
@@ -129,7 +132,12 @@ def hub_errors(what: str):
 
 
 def unreachable(exc: BaseException) -> str:
-    """A transport failure (httpx) as what could not be reached and why: "could not reach https://host (...)"."""
+    """A transport failure (httpx), or huggingface_hub's offline mode, as what could not be reached and why:
+    "could not reach https://host (...)"."""
+    from huggingface_hub import errors as e
+
+    if isinstance(exc, e.OfflineModeIsEnabled):
+        return f"could not reach {endpoint()}: offline mode is enabled (HF_HUB_OFFLINE is set; unset it to use the Hub)"
     request = getattr(exc, "_request", None)  # httpx sets it when the error belongs to a request
     if request is not None:
         port = f":{request.url.port}" if request.url.port else ""
@@ -215,6 +223,27 @@ def whoami_name(api) -> str:
     except e.LocalTokenNotFoundError:
         raise HubpadError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (the default target is "
                           "<your user>/<name>-TP<N>; --to names another)") from None
+
+
+# Roles in an org that may create repos there (the Hub's roleInOrg values; "read" may not).
+WRITE_ROLES = ("admin", "write", "contributor")
+
+
+def write_namespaces(api) -> set[str]:
+    """The namespaces the token's account may create repos in: its own, and each org where its role may write
+    (none for a read-only token)."""
+    with hub_errors("whoami"):
+        me = api.whoami()
+    if ((me.get("auth") or {}).get("accessToken") or {}).get("role") == "read":
+        return set()
+    orgs = {o["name"] for o in me.get("orgs") or [] if o.get("roleInOrg") in WRITE_ROLES}
+    return {me["name"], *orgs}
+
+
+def search_models(api, text: str, limit: int = 10) -> list[str]:
+    """Model repo ids whose name contains `text` (the Hub's own search, most downloaded first)."""
+    with hub_errors(f"search {text!r}"):
+        return [m.id for m in api.list_models(search=text, sort="downloads", limit=limit)]
 
 
 def read_repo_file(api, repo_id: str, path: str, revision: str | None = None) -> bytes | None:

@@ -59,6 +59,7 @@ def build_manifest(plan: Plan, shards: list[dict], upstream_files: dict[str, dic
         "tp": plan.tp,
         "architecture": p["architecture"],
         "quantization": p["quantization"],
+        "lossless": p["lossless"],
         "dims": p["dims"],
         "config_changes": p["config_changes"],
         "tensors": p["tensors"],

@@ -7,35 +7,50 @@ from __future__ import annotations
 
 from hubpad.errors import ConfigError
 from hubpad.util.text import short
+from hubpad.plan.adapters.afmoe import AFMOE
+from hubpad.plan.adapters.bailing import BAILING_MOE
 from hubpad.plan.adapters.base import COPY, Adapter, Role
+from hubpad.plan.adapters.cohere import COHERE, COHERE2, COHERE2_MOE
+from hubpad.plan.adapters.dots3_note import DOTS3_NOTE
 from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft, speculators_adapter
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
 from hubpad.plan.adapters.dsa import DEEPSEEK_V32, GLM_MOE_DSA
+from hubpad.plan.adapters.deepseek_v2 import DEEPSEEK_V2
+from hubpad.plan.adapters.ernie import ERNIE45_MOE
+from hubpad.plan.adapters.exaone import EXAONE4, EXAONE_MOE
 from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
-from hubpad.plan.adapters.gemma import GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
+from hubpad.plan.adapters.deepseek_v41 import DEEPSEEK_V41
+from hubpad.plan.adapters.gemma import GEMMA2, GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
 from hubpad.plan.adapters.gemma4 import GEMMA4, GEMMA4_TEXT
-from hubpad.plan.adapters.glm import GLM4_MOE, GLM4V_MOE
+from hubpad.plan.adapters.glm import GLM4, GLM4_MOE, GLM4V_MOE
 from hubpad.plan.adapters.glm5_next import GLM5_NEXT
+from hubpad.plan.adapters.glm_lite import GLM4_MOE_LITE
 from hubpad.plan.adapters.gpt_oss import GPT_OSS
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.hy4 import HY_V4
 from hubpad.plan.adapters.inkling import INKLING, INKLING_MODEL, INKLING_TEXT_REFUSAL
+from hubpad.plan.adapters.k2_horizon import K2_HORIZON
 from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
+from hubpad.plan.adapters.laguna import LAGUNA
 from hubpad.plan.adapters.llama import LLAMA, MISTRAL
 from hubpad.plan.adapters.longcat import LONGCAT_FLASH
 from hubpad.plan.adapters.mimo import MIMO_V2
-from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3
-from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL
-from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL
-from hubpad.plan.adapters.mixtral import MIXTRAL
+from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3, MINIMAX_M3_TEXT
+from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL, mistral_format_refusal
+from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL, SHARDED_TOWER_REFUSALS
+from hubpad.plan.adapters.registry_refusals import REGISTRY_REFUSALS
+from hubpad.plan.adapters.mixtral import MIXTRAL, PHIMOE
 from hubpad.plan.adapters.nemotron_h import NEMOTRON_H, NEMOTRON_H_PUZZLE
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
-from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP
+from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP, QWEN4_EXP_TEXT
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
 from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
+from hubpad.plan.adapters.step3 import STEP3_TEXT, STEP3_VL
 from hubpad.plan.adapters.step3p7 import STEP3P7
+from hubpad.plan.adapters.ungated import APERTUS, NEMOTRON
 
-__all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused"]
+__all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused",
+           "mistral_format_refusal"]
 
 # Drafts first: they share their decoder's model_type and are told apart by their architectures.
 ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL,
@@ -43,13 +58,15 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
                            HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
-                           GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, STEP3P7, NEMOTRON_H, NEMOTRON_H_PUZZLE, INKLING,
-                           INKLING_MODEL]
+                           GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, DEEPSEEK_V41, STEP3P7, NEMOTRON_H,
+                           NEMOTRON_H_PUZZLE, INKLING, INKLING_MODEL, ERNIE45_MOE, EXAONE4, EXAONE_MOE, COHERE, COHERE2,
+                           COHERE2_MOE, AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, STEP3_TEXT, STEP3_VL,
+                           GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
                            "mistral4": MISTRAL4_REFUSAL, "hy_v4_vl": HY_V4_VL_REFUSAL,
-                           "inkling_text": INKLING_TEXT_REFUSAL}
+                           "inkling_text": INKLING_TEXT_REFUSAL, **REGISTRY_REFUSALS, **SHARDED_TOWER_REFUSALS}
 
 
 def adapter_for(config: dict) -> Adapter:
@@ -80,8 +97,8 @@ _INTEGER_KEYS = frozenset({
     "num_nextn_predict_layers", "num_local_experts", "num_experts", "n_routed_experts", "n_shared_experts",
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "o_groups", "o_lora_rank",
     "global_head_dim", "num_global_key_value_heads", "swa_num_attention_heads", "swa_num_key_value_heads",
-    "swa_head_dim", "swa_v_head_dim",
-}) | {key for a in ADAPTERS for keys in a.intermediate_keys.values() for key in keys}
+    "swa_head_dim", "swa_v_head_dim", "moe_num_experts",
+}) | {a.shared_experts_key for a in ADAPTERS if a.shared_experts_key} | {key for a in ADAPTERS for keys in a.intermediate_keys.values() for key in keys}
 
 
 def check_config_values(config: dict, where: str = "config.json") -> None:

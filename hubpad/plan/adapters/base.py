@@ -26,7 +26,8 @@ L = r"^model\.layers\.(\d+)\."
 class Role:
     """What padding does to a linear layer.
 
-    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads),
+    kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads), "qkv" (rows = a fused
+    [q | k | v] of attention then kv heads, each section padded at its end: plan/sections.py),
     "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched). For the head kinds,
     `group` names the per-head width (HeadShape.widths) when it is not the kind's own, as MLA's kv_b_proj.
     """
@@ -68,6 +69,22 @@ class PreshardedQKV:
     q: str
     k: str
     v: str
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """A vision tower vLLM shards by head over TP (plan/tower.py pads it in whole kv groups): where its dims live in
+    config.json and what each of its padded tensors is.
+
+    `node`: the config.json key of the tower's own config. `keys`: each dim (heads, kv, head_dim, v_dim, inter,
+    hidden, merge) -> its key in that object; `defaults`: the value vLLM's config class takes for a key a config
+    omits. `patterns`: tensor pattern -> plan/tower.py kind ("qkv", "proj", "sinks", "mlp_in", "mlp_out"); the rest
+    of the tower is copied (the adapter's copy patterns name it)."""
+
+    node: str
+    keys: dict[str, str]
+    defaults: dict[str, int]
+    patterns: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -124,6 +141,12 @@ LANGUAGE_MODEL = "model.language_model."
 VISION_TOWER = [r"^model\.visual\."]
 
 
+def layers_pattern(indices: list[str], prefix: str = L) -> str:
+    """`prefix` (a layers pattern with one `(\\d+)`) narrowed to the given layer indices (regex alternatives): the
+    layers of one type, for families whose roles differ per layer type (config.json's layer_types)."""
+    return prefix.replace(r"(\d+)", "(" + "|".join(indices) + ")")
+
+
 def under(prefix: str, patterns: list) -> list:
     """The same patterns (strings, or (pattern, role) pairs) for a language model nested under `prefix`: every one
     that starts at `model.` starts at the prefix instead; `^lm_head$` and other top-level names stay where they are."""
@@ -159,6 +182,10 @@ class Adapter:
     # vLLM's model class computes head_dim = hidden_size // heads and ignores config.head_dim (Qwen2, Qwen2-MoE):
     # padded heads that change that quotient serve only through `vllm_route`, and are refused without one.
     vllm_head_dim_from_hidden: bool = False
+    # vLLM reads the family's config.json through a transformers config class that rejects hidden_size % heads != 0
+    # (DeepSeek-V2's DeepseekV2Config): padded heads that do not divide the hidden size serve only through
+    # `vllm_route`, which names a config class that accepts them.
+    vllm_config_rejects_uneven_heads: bool = False
     vllm_route: VllmRoute | None = None
     # 1-D parameters holding one value per attention head (gpt-oss attention sinks): padded with zeros.
     head_vectors: list[str] = field(default_factory=list)
@@ -173,6 +200,11 @@ class Adapter:
     presharded_qkv: list[tuple[str, "PreshardedQKV"]] = field(default_factory=list)
     # Gated DeltaNet linear-attention tensors (Qwen3.5, Qwen3-Next): pattern -> plan/gdn.py kind.
     linear_attention: list[tuple[str, str]] = field(default_factory=list)
+    # A vision tower vLLM shards by head (plan/tower.py), padded with the language model.
+    vision_tower: VisionTower | None = None
+    # Upstream files copied although their names look like other weight formats (a component's own safetensors in a
+    # folder of its own, as MiMo-V2.5's audio_tokenizer/): fnmatch patterns.
+    keep_files: tuple[str, ...] = ()
     # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py) or "kda" (plan/kda.py, Kimi Delta
     # Attention, whose layers share tensor names with the family's full-attention layers: only the layers
     # `kda.layers(config)` lists are linear attention).
@@ -200,6 +232,16 @@ class Adapter:
     # config keys of the language model (a dotted path reaches into a nested object) that hold a head count equal
     # to a padded dim's key, so they are padded with it: path -> dim key (MiniMax-M3's index head counts).
     tied_keys: dict[str, str] = field(default_factory=dict)
+    # Why this family's padding is exact, where the declaration above does not show it: keys of plan/lossless.py
+    # MECHANISMS, each one sentence of the card's "Why the outputs do not change" (e.g. "heads.indexer": an indexer
+    # the heads never feed, copied). The rest is read off the fields above (lossless.declared); a mechanism none of
+    # them states needs a MECHANISMS entry and its key here (docs/design.md, "Why the outputs do not change").
+    lossless: tuple[str, ...] = ()
+    # config key counting the shared experts that vLLM and transformers build as ONE MLP of that many routed experts'
+    # width (moe_intermediate_size x n: ERNIE-4.5, EXAONE MoE, Trinity, Ling, Cohere2-MoE, DeepSeek-V2, Dots3 Note,
+    # K2-Horizon): the "shared" group has no key of its own, its size follows the routed experts' padded width
+    # (`tied_intermediate`), zeros at its end.
+    shared_experts_key: str | None = None
 
     def __post_init__(self) -> None:
         self._linear = [(re.compile(p), r) for p, r in self.linear_patterns]
@@ -209,6 +251,10 @@ class Adapter:
         self._presharded_qkv = [(re.compile(p), q) for p, q in self.presharded_qkv]
         self._linear_attention = _alternation([p for p, _ in self.linear_attention])
         self._linear_kinds = [kind for _, kind in self.linear_attention]
+        tower = self.vision_tower.patterns if self.vision_tower else ()
+        self._tower = _alternation([p for p, _ in tower])
+        self._tower_each = [(re.compile(p), kind) for p, kind in tower]
+        self._tower_kinds = [kind for _, kind in tower]
         self._copy_modules = [re.compile(p) for p in self.copy_modules]
         self._copy_params = [re.compile(p) for p in self.copy_params]
         # Planning asks these for every tensor (~185k in Hy3): one regex search instead of up to a dozen. The
@@ -268,6 +314,18 @@ class Adapter:
         m = self._linear_attention.search(name)
         return self._linear_kinds[int(m.lastgroup[1:])] if m else None
 
+    def tower_kind(self, name: str) -> str | None:
+        """The plan/tower.py kind of a padded vision-tower tensor, or None when `name` is not one."""
+        if self._tower is None:
+            return next((kind for p, kind in self._tower_each if p.search(name)), None)
+        m = self._tower.search(name)
+        return self._tower_kinds[int(m.lastgroup[1:])] if m else None
+
+    def tp_notes(self, config: dict, tp: int) -> list[str]:
+        """What serving the derivative (padded `config`) at `tp` needs beyond the card's command, in sentences: the
+        card's serving notes and the TP advisor's row both say it."""
+        return []
+
     def fused_experts_of(self, name: str) -> "FusedExperts | None":
         """How a fused 3-D expert tensor holds the intermediate dim, or None when `name` is not one."""
         return next((f for p, f in self._fused_experts if p.search(name)), None)
@@ -289,10 +347,15 @@ class Adapter:
     def check_tp(self, config: dict, tp: int) -> None:
         """Refuse a TP size this family cannot serve at even after padding: where vLLM's MoE block refuses a TP larger
         than the number of routed experts (`tp_at_most_experts`), that TP."""
-        experts = config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+        experts = routed_experts(config)
         if self.tp_at_most_experts and experts and tp > int(experts):
             raise ConfigError(f"config.json: {experts} routed experts < tp {tp}, and vLLM's {self.name} MoE block "
                               f"refuses a tensor-parallel size larger than the number of experts")
+
+    def check_derivative(self, config: dict, tp: int) -> None:
+        """Refuse a padded config (the language model's part) that vLLM's class would misread at `tp` without an error
+        of its own (Cohere's unchecked heads // tp); `hubpad plan` checks the config it writes, `hubpad verify` the
+        derivative's."""
 
     def layer_qk_norm_of(self, module: str) -> str | None:
         """The module of the norm over all heads that `module` (a q or k projection) feeds, or None."""
@@ -326,7 +389,7 @@ class Adapter:
         return self.per_head_norms and bool(re.search(self.layers + r"self_attn\.[qk]_norm$", module))
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
-        """Each intermediate group with the config keys that hold it and its size."""
+        """Each intermediate group with the config keys that hold it and its size (a tied group: no keys)."""
         out = {}
         for group, keys in self.intermediate_keys.items():
             present = tuple(k for k in keys if config.get(k) is not None)
@@ -335,7 +398,17 @@ class Adapter:
                 if len(values) > 1:
                     raise HubpadError(f"config.json: {' and '.join(present)} disagree ({sorted(values)})")
                 out[group] = (present, int(config[present[0]]))
+        shared = int(config.get(self.shared_experts_key) or 0) if self.shared_experts_key else 0
+        if shared > 0 and "expert" in out:
+            out["shared"] = ((), out["expert"][1] * shared)
         return out
+
+    def tied_intermediate(self, config: dict, new_inter: dict[str, int]) -> dict[str, int]:
+        """The padded intermediate sizes with the groups that follow another (`shared_experts_key`) set from it."""
+        shared = int(config.get(self.shared_experts_key) or 0) if self.shared_experts_key else 0
+        if shared > 0 and "expert" in new_inter and "shared" in new_inter:
+            return {**new_inter, "shared": new_inter["expert"] * shared}
+        return new_inter
 
     def missing_vllm_keys(self, config: dict) -> list[str]:
         """What config.json (its language model's part) lacks that vLLM's class for the family needs, said plainly."""
@@ -344,11 +417,13 @@ class Adapter:
 
     def route_for(self, config: dict) -> dict | None:
         """The vLLM route (VllmRoute.record) the derivative with this padded `config` needs, or None."""
-        if not self.vllm_head_dim_from_hidden or self.vllm_route is None:
+        if self.vllm_route is None:
             return None
         hidden, heads = int(config.get("hidden_size") or 0), int(config.get("num_attention_heads") or 1)
         head_dim = config.get("head_dim")
-        return self.vllm_route.record(config) if head_dim and hidden // heads != head_dim else None
+        needed = ((self.vllm_head_dim_from_hidden and head_dim and hidden // heads != head_dim)
+                  or (self.vllm_config_rejects_uneven_heads and hidden % heads != 0))
+        return self.vllm_route.record(config) if needed else None
 
     def head_shape(self, config: dict) -> HeadShape:
         """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""
@@ -379,6 +454,12 @@ class Adapter:
     def serving(self, config: dict) -> dict:
         """vLLM serving flags that fit this architecture (the card and recipe render them)."""
         return {"tool_call_parser": None, "reasoning_parser": None, "speculative_config": None, "extra_args": []}
+
+
+def routed_experts(config: dict) -> int | None:
+    """The number of routed experts, under whichever key the family's config names it."""
+    return (config.get("num_experts") or config.get("num_local_experts") or config.get("n_routed_experts")
+            or config.get("moe_num_experts"))
 
 
 def mtp_speculative(config: dict) -> dict | None:

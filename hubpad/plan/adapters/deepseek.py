@@ -80,13 +80,17 @@ _ROUTER_KEYS = {"topk_method": "vLLM defaults to no e_score_correction_bias rout
 MLA_HEADS, MLA_LATENT, ROUTER_KEYS = _MLA, _LATENT, _ROUTER_KEYS
 
 
-def _mla(cls: type[MlaAdapter], model_type: str) -> MlaAdapter:
+def mla_adapter(cls: type[MlaAdapter], model_type: str, vllm_reads: dict[str, str] | None = None,
+                **extra) -> MlaAdapter:
+    """An MLA family's adapter: MLA heads, dense MLP, routed experts and one shared expert padded; latent projections,
+    routers and the MTP layer's own modules copied (its decoder block padded like the others). `vllm_reads` defaults
+    to DeepSeek-V3's router keys, which vLLM's deepseek_v2.py reads with other defaults."""
     return cls(
-        vllm_reads=_ROUTER_KEYS,
+        vllm_reads=_ROUTER_KEYS if vllm_reads is None else vllm_reads,
         name=model_type, model_types=(model_type,),
         linear_patterns=_MLA + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],
         copy_modules=COPY_MODULES + ROUTERS + _LATENT + MTP_MODULES, copy_params=COPY_PARAMS,
-        intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
+        intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)}, **extra,
     )
 
 
@@ -103,8 +107,8 @@ class KimiK25Adapter(KimiK2Adapter):
         return {**super().serving(self.dims_config(config)), "mm_encoder_tp_mode": "data"}
 
 
-DEEPSEEK_V3 = _mla(MlaAdapter, "deepseek_v3")
-KIMI_K2 = _mla(KimiK2Adapter, "kimi_k2")
+DEEPSEEK_V3 = mla_adapter(MlaAdapter, "deepseek_v3")
+KIMI_K2 = mla_adapter(KimiK2Adapter, "kimi_k2")
 _KIMI_LM = "language_model.model."
 KIMI_K25 = KimiK25Adapter(
     name="kimi_k25", model_types=("kimi_k25",), vllm_reads=_ROUTER_KEYS,

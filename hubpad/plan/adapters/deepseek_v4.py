@@ -119,17 +119,23 @@ class DeepseekV4Adapter(Adapter):
         groups = int(config.get("o_groups") or 0)
         vision = int(config.get("vision_n_layers") or 0) > 0
         arch = "DeepseekV4ForConditionalGeneration" if vision else "DeepseekV4ForCausalLM"
-        notes = [f"Serve this checkpoint only at a --tensor-parallel-size that divides its o_groups ({groups}): vLLM "
-                 f"computes n_local_groups = o_groups // tp without checking, and at any other TP it serves wrong "
-                 f"output that still reads fluently"]
+        notes = [groups_note(groups)]
         features = (f"arch:{arch}",) + (("spec:deepseek_v4_mtp", "spec:mtp") if spec else ())
         out = serving(tool="deepseek_v4", reasoning="deepseek_v4", spec=spec, features=features)
         return {**out, "extra_args": [], "notes": notes}
+
+
+def groups_note(groups: int) -> str:
+    """The card's note for a derivative whose heads move in o_groups: the TP sizes it serves at."""
+    return (f"Serve this checkpoint only at a --tensor-parallel-size that divides its o_groups ({groups}): vLLM "
+            f"computes n_local_groups = o_groups // tp without checking, and at any other TP it serves wrong output "
+            f"that still reads fluently")
+
 
 DEEPSEEK_V4 = DeepseekV4Adapter(
     name="deepseek_v4", model_types=("deepseek_v4",),
     linear_patterns=_LINEAR, copy_modules=_COPY_MODULES, copy_params=_COPY_PARAMS,
     head_vectors=[V4L + r"attn\.attn_sink$"],
     intermediate_keys={"expert": ("moe_intermediate_size",)},
-    layers=V4L,
+    layers=V4L, lossless=("heads.indexer",),  # the compressor and the indexer: copied, replicated
 )

@@ -21,6 +21,7 @@ rank (read in vLLM 0.32's llama_eagle3.py / qwen3_eagle3.py / llama.py / qwen3.p
 
 from __future__ import annotations
 
+from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import ATTENTION, COPY_PARAMS, DENSE_MLP, Adapter, L
 
 # A draft's decoder layers: `midlayer.` (one layer, the published EAGLE-3 name) or `layers.N.` (several).
@@ -179,6 +180,16 @@ def default_speculative_tokens(method: str, config: dict | None = None) -> int:
     return tokens if type(tokens) is int and tokens > 0 else 3  # a speculators config's own, else 3
 
 
+def speculative_config(model: str, config: dict, tokens: int | None = None, what: str | None = None) -> dict:
+    """vLLM's --speculative-config for serving with the draft `model` (the padded draft's repo id or path), whose
+    config.json is `config`: the method as vLLM detects it, and `tokens` or the method's default."""
+    method = draft_method(config)
+    if method is None:
+        raise ConfigError(f"{what or model}: config.json names no speculative-decoding draft vLLM knows "
+                          f"(architectures {config.get('architectures')})")
+    return {"method": method, "model": model, "num_speculative_tokens": tokens or default_speculative_tokens(method, config)}
+
+
 # Drafts hubpad knows and does not pad (yet), by architecture, with the reason (checked before anything else).
 REFUSED_DRAFTS: dict[str, str] = {
     **dict.fromkeys(("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM"),
@@ -197,7 +208,7 @@ def refused_draft(config: dict) -> str | None:
     for arch in archs:
         if arch in REFUSED_DRAFTS:
             return REFUSED_DRAFTS[arch]
-    if "DSparkDraftModel" in archs and config.get("model_type") != "qwen3":
-        return ("a DeepSeek-V4 DSpark draft reuses its target's config and weights (vLLM speculative.py): its stages "
-                "ship inside the target checkpoint, so pad the target, not a draft repo")
+    if ("DSparkDraftModel" in archs and config.get("model_type") != "qwen3") or "DSparkV41DraftModel" in archs:
+        return ("a DeepSeek-V4 / V4.1 DSpark draft reuses its target's config and weights (vLLM speculative.py): its "
+                "stages ship inside the target checkpoint (`mtp.*`), so pad the target, not a draft repo")
     return None

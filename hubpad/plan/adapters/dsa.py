@@ -68,7 +68,7 @@ def dsa_adapter(cls: type[MlaAdapter], model_type: str, **extra) -> MlaAdapter:
         linear_patterns=DSA_LINEAR,
         copy_modules=COPY_MODULES + ROUTERS + DSA_COPY + MTP_MODULES, copy_params=COPY_PARAMS + INDEXER_PARAMS,
         intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
-        **extra,
+        lossless=("heads.indexer",), **extra,
     )
 
 

@@ -34,7 +34,7 @@ import dataclasses
 
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (COPY_MODULES, COPY_PARAMS, LANGUAGE_MODEL, Adapter, FusedExperts, L, Role,
-                                       under)
+                                       layers_pattern, under)
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
@@ -102,7 +102,7 @@ class Gemma4Adapter(Adapter):
             idx = [str(i) for i, kind in enumerate(types) if (kind == "sliding_attention") == (want == "sliding_attention")]
             if not idx:
                 continue
-            layer = prefix.replace(r"(\d+)", "(" + "|".join(idx) + ")")
+            layer = layers_pattern(idx, prefix)
             patterns += [(layer + r"self_attn\.q_proj$", roles["q"]), (layer + r"self_attn\.[kv]_proj$", roles["kv"]),
                          (layer + r"self_attn\.o_proj$", roles["o"])]
         patterns += [(p, r) for p, r in self.linear_patterns if "self_attn" not in p]

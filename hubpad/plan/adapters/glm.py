@@ -1,4 +1,12 @@
-"""GLM-4.5 / 4.6 / 4.5-Air (`glm4_moe`): GQA with q/k/v biases, optional per-head q/k norms, partial rotary,
+"""GLM-4-0414 (`glm4`, dense) and GLM-4.5 / 4.6 / 4.5-Air (`glm4_moe`).
+
+GLM-4-0414 / GLM-Z1 (`glm4`): GQA with q/k/v biases, partial rotary, sandwich RMSNorms (post_self_attn_layernorm,
+post_mlp_layernorm, copied) and a fused `mlp.gate_up_proj` [gate; up]. Heads are padded like Llama's (vLLM's
+glm4.py reads config.head_dim; transformers' Glm4Config does not require hidden % heads == 0). hubpad has no
+two-section dense MLP role, so the fused MLP is copied whole and a TP where it would need padding (each rank's share
+not whole 128-wide tiles, the dense rule) is refused: GLM-4-32B's 23040 is 7680 per rank at TP 3, 3840 at TP 6.
+
+GLM-4.5 / 4.6 / 4.5-Air (`glm4_moe`): GQA with q/k/v biases, optional per-head q/k norms, partial rotary,
 dense first layers, routed plus one shared expert with `e_score_correction_bias`, and an MTP layer.
 
 vLLM (glm4_moe.py) shards heads and kv heads like Llama (QKVParallelLinear / RowParallelLinear); its q/k norms
@@ -10,10 +18,25 @@ num_hidden_layers and is padded like the other layers.
 
 from __future__ import annotations
 
+from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, LANGUAGE_MODEL,
                                        MTP_MODULES, ROUTERS, SHARED, VISION_TOWER, Adapter, L, Role, mtp_speculative,
                                        one_shared_expert, under)
 from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.dims import MLP_TILE
+
+
+class Glm4Adapter(Adapter):
+    """GLM-4-0414's fused gate_up_proj is copied whole: a TP whose per-rank share it would need padded is refused."""
+
+    def check_tp(self, config: dict, tp: int) -> None:
+        inter = int(config.get("intermediate_size") or 0)
+        if inter % (tp * MLP_TILE):
+            raise ConfigError(f"config.json: intermediate_size {inter} is not whole {MLP_TILE}-wide tiles per rank at "
+                              f"tp {tp}, and padding GLM-4's fused mlp.gate_up_proj is not implemented")
+
+    def serving(self, config: dict) -> dict:
+        return serving(features=("arch:Glm4ForCausalLM",))
 
 
 class GlmMoeAdapter(Adapter):
@@ -47,6 +70,12 @@ class Glm4vMoeAdapter(GlmMoeAdapter):
 
 _GLM = dict(linear_patterns=ATTENTION + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],
             copy_modules=COPY_MODULES + ROUTERS + MTP_MODULES, copy_params=COPY_PARAMS)
+
+GLM4 = Glm4Adapter(
+    name="glm4", model_types=("glm4",), linear_patterns=ATTENTION,
+    copy_modules=COPY_MODULES + [L + r"(post_self_attn_layernorm|post_mlp_layernorm|mlp\.gate_up_proj|mlp\.down_proj)$"],
+    copy_params=COPY_PARAMS,
+)
 
 GLM4_MOE = GlmMoeAdapter(
     name="glm4_moe", model_types=("glm4_moe",), **_GLM,

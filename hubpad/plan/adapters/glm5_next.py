@@ -67,5 +67,5 @@ GLM5_NEXT = Glm5NextAdapter(
     copy_params=under(_LM, COPY_PARAMS + INDEXER_PARAMS + _HC) + _TOP,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
     linear_attention=under(_LM, KDA), linear_attention_family="kda", text_config="text_config",
-    layers=under(_LM, [L])[0],
+    layers=under(_LM, [L])[0], lossless=("heads.indexer",),
 )

@@ -60,7 +60,7 @@ HY_V4 = Hy4Adapter(
     copy_modules=COPY_MODULES + ROUTERS + DSA_COPY + MTP_MODULES + [L + r"final_layernorm$"],
     copy_params=COPY_PARAMS + INDEXER_PARAMS + _HC,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
-    head_vectors=[L + r"self_attn\.learnable_sink_param$"],
+    head_vectors=[L + r"self_attn\.learnable_sink_param$"], lossless=("heads.indexer",),
     fused_experts=[(L + r"mlp\.experts\.gate_up_proj$", FusedExperts(axis=-2, parts=2)),
                    (L + r"mlp\.experts\.down_proj$", FusedExperts(axis=-1, parts=1))],
 )

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import Adapter, Role
+from hubpad.plan.adapters.base import Adapter, Role, layers_pattern
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.dims import EXPERT_TILE
 from hubpad.plan.heads import HeadShape
@@ -106,7 +106,7 @@ class InklingAdapter(Adapter):
                 idx = [str(i) for i, s in enumerate(swa) if s == want]
                 if not idx:
                     continue
-                layer = prefix.replace(r"(\d+)", "(" + "|".join(idx) + ")")
+                layer = layers_pattern(idx, prefix)
                 patterns += [(layer + r"attn\.wq_du$", roles["q"]), (layer + r"attn\.(wk_dv|wv_dv)$", roles["kv"]),
                              (layer + r"attn\.wr_du$", roles["rel"]), (layer + r"attn\.wo_ud$", roles["o"])]
                 rows.append((layer + r"attn\.(k_sconv|v_sconv)\.weight$", key))

@@ -19,10 +19,15 @@ output is never read (zero o_proj columns).
 
 MiMo-V2.5's fused FP8 `qkv_proj` ("Pro format": pre-sharded in num_key_value_heads chunks of [Q_c | K_c | V_c],
 read so by vLLM's `_shard_fp8_qkv_proj`) is padded by appending whole zero chunks (plan/presharded.py), in every layer
-type and the MTP layers, and MiMo-V2.5-Pro-FP4's MXFP4 experts are padded as any MXFP4 layer (plan/quant.py). Refused
-with the reason: a config with a vision tower (MiMo-V2.5, MiMo-V2-Omni; vLLM's MiMoV2OmniForCausalLM shards the
-tower's heads over TP, has no data-parallel encoder mode, and builds the tower even under --language-model-only;
-hubpad does not pad vision towers).
+type and the MTP layers, and MiMo-V2.5-Pro-FP4's MXFP4 experts are padded as any MXFP4 layer (plan/quant.py).
+
+MiMo-V2.5 with its vision tower (`vision_config`; vLLM serves it as MiMoV2OmniForCausalLM, which shards the tower's
+heads over TP: no data-parallel encoder mode, and the tower is built even under --language-model-only): the tower's
+heads are padded in whole kv groups and its MLP in zero neurons (plan/tower.py), the language model as above. vLLM
+also shards the tower's patch merger, hidden x spatial_merge_size² wide (MiMo-V2.5: 1280 x 4 = 5120), which padding
+cannot change: a TP that does not divide it (3, 6 and 7 for MiMo-V2.5) is refused with that reason. The audio
+encoder (`audio_encoder.*`, `speech_embeddings.*`: plain nn.Linear / transformers modules in vLLM, whole on every
+rank) and the audio tokenizer folder vLLM loads from the checkpoint (`audio_tokenizer/`) are copied.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import dataclasses
 
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, ROUTERS, Adapter, L,
-                                       PreshardedQKV, Role)
+                                       PreshardedQKV, Role, VisionTower, layers_pattern)
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
@@ -42,12 +47,20 @@ _FULL_QKV, _SWA_QKV = PreshardedQKV("q", "kv", "v"), PreshardedQKV("q_swa", "k_s
 _MTP_OWN = [_MTP + r"(enorm|hnorm|eh_proj|input_layernorm|pre_mlp_layernorm|final_layernorm)$"]
 _SINKS = [L + r"self_attn\.attention_sink_bias$", _MTP + r"self_attn\.attention_sink_bias$"]
 
-OMNI_REFUSAL = ("MiMo-V2 with a vision tower (vision_config: MiMo-V2.5, MiMo-V2-Omni; vLLM serves it as "
-                "MiMoV2OmniForCausalLM) is not supported: vLLM shards the tower's {heads} heads / {kv} kv heads over "
-                "TP (MiMoVisionAttention divides num_heads by the TP size, and the class has no data-parallel encoder "
-                "mode), even under --language-model-only (the tower is still built, on the meta device), and hubpad "
-                "does not pad vision towers")
-
+# MiMo-V2.5's vision tower (MiMoVisionTransformer in vLLM's mimo_v2_omni.py): tensors under `visual.` (or
+# `model.visual.`, which vLLM maps there too), dims in vision_config with Mimo_VLVisionConfig's defaults.
+_VISUAL = r"^(?:model\.)?visual\."
+_BLOCK = _VISUAL + r"blocks\.\d+\."
+TOWER = VisionTower(
+    node="vision_config",
+    keys={"heads": "num_heads", "kv": "num_key_value_heads", "head_dim": "qk_channels", "v_dim": "kv_channels",
+          "inter": "intermediate_size", "hidden": "hidden_size", "merge": "spatial_merge_size"},
+    defaults={"heads": 32, "kv": 8, "head_dim": 64, "v_dim": 64, "inter": 4608, "hidden": 1280, "merge": 2},
+    patterns=((_BLOCK + r"attn\.qkv\.(weight|bias)$", "qkv"), (_BLOCK + r"attn\.proj\.(weight|bias)$", "proj"),
+              (_BLOCK + r"attn\.sinks$", "sinks"), (_BLOCK + r"mlp\.(gate_proj|up_proj)\.(weight|bias)$", "mlp_in"),
+              (_BLOCK + r"mlp\.down_proj\.(weight|bias)$", "mlp_out")))
+_TOWER_COPY = [_VISUAL + r"(patch_embed\.proj|merger\.ln_q|merger\.mlp\.[02])$", _BLOCK + r"norm[12]$",
+               r"^audio_encoder\.", r"^speech_embeddings\.\d+$"]
 
 
 def layer_is_swa(config: dict) -> list[bool]:
@@ -69,11 +82,7 @@ class MiMoV2Adapter(Adapter):
 
     def for_config(self, config: dict) -> "MiMoV2Adapter":
         arch = (config.get("architectures") or [""])[0]
-        if arch == "MiMoV2OmniForCausalLM" or isinstance(config.get("vision_config"), dict):
-            vision = config.get("vision_config") or {}
-            heads = vision.get("num_heads", 32)  # Mimo_VLVisionConfig's defaults: 32 heads, 8 kv heads
-            raise ConfigError("config.json: " + OMNI_REFUSAL.format(heads=heads,
-                                                                    kv=vision.get("num_key_value_heads", heads)))
+        omni = arch == "MiMoV2OmniForCausalLM" or config.get("vision_config") is not None
         self._check_readings(config)
         swa = layer_is_swa(config)
         patterns, fused = [], []
@@ -81,12 +90,16 @@ class MiMoV2Adapter(Adapter):
             idx = [str(i) for i, s in enumerate(swa) if s == want]
             if not idx:
                 continue
-            layer = L.replace(r"(\d+)", "(" + "|".join(idx) + ")")
+            layer = layers_pattern(idx)
             patterns += [(layer + f"self_attn\\.{p}_proj$", r) for p, r in roles.items()]
             fused.append((layer + r"self_attn\.qkv_proj$", qkv))
         patterns += [(_MTP + f"self_attn\\.{p}_proj$", r) for p, r in _SWA.items()]
         fused.append((_MTP + r"self_attn\.qkv_proj$", _SWA_QKV))
-        return dataclasses.replace(self, linear_patterns=patterns + self.linear_patterns, presharded_qkv=fused)
+        out = dataclasses.replace(self, linear_patterns=patterns + self.linear_patterns, presharded_qkv=fused)
+        if omni:  # the vision tower padded with the language model, the audio encoder copied
+            out = dataclasses.replace(out, vision_tower=TOWER, copy_modules=self.copy_modules + _TOWER_COPY,
+                                      keep_files=("audio_tokenizer/*",))
+        return out
 
     @staticmethod
     def _check_readings(config: dict) -> None:
@@ -135,13 +148,16 @@ class MiMoV2Adapter(Adapter):
 
     def serving(self, config: dict) -> dict:
         arch = (config.get("architectures") or ["MiMoV2FlashForCausalLM"])[0]
+        omni = config.get("vision_config") is not None
+        arch = "MiMoV2OmniForCausalLM" if omni else arch  # what vLLM serves a config with a vision tower as
         # vLLM's MiMo-V2 MTP drafter runs the first MTP layer only (speculative.py: n_predict 1)
         spec = {"method": "mtp", "num_speculative_tokens": 1} if config.get("num_nextn_predict_layers") else None
+        drafter = "spec:mimo_v2_omni_mtp" if omni else "spec:mimo_v2_mtp"
         quant = config.get("quantization_config") or {}
         loads = (("load:mimo_v2_fused_qkv",) if config.get("attention_projection_layout") == "fused_qkv" else ()) + \
             (("quant:fp8_store_mxfp4",) if quant.get("store_dtype") == "mxfp4" else ())
         out = serving(tool="mimo", reasoning="mimo", spec=spec,
-                      features=(f"arch:{arch}",) + (("spec:mtp", "spec:mimo_v2_mtp") if spec else ()) + loads)
+                      features=(f"arch:{arch}",) + (("spec:mtp", drafter) if spec else ()) + loads)
         if "load:mimo_v2_fused_qkv" in loads:
             n = config.get("num_key_value_heads")
             out["notes"] = [f"The fused FP8 qkv_proj is stored in num_key_value_heads = {n} chunks (padding appended "

@@ -54,9 +54,10 @@ MINIMAX_M2 = MiniMaxM2Adapter(
 
 
 # MiniMax-M3 (`minimax_m3_vl`): the language model under `language_model.model.` (lm_head `language_model.lm_head`), its
-# dims in text_config, the vision tower (`vision_tower.`, `multi_modal_projector.`, `patch_merge_mlp.`) beside it.
+# dims in text_config, the vision tower (`vision_tower.`, `multi_modal_projector.`, `patch_merge_mlp.`) beside it. Its
+# text-only checkpoints (`minimax_m3_vl_text`, vLLM's MiniMaxM3SparseForCausalLM: the same language model at `model.`,
+# dims at the top of config.json, no tower) take the same rules.
 _M3 = "language_model.model."
-_M3_LAYERS = under(_M3, [L])[0]
 
 
 class MiniMaxM3Adapter(Adapter):
@@ -69,7 +70,10 @@ class MiniMaxM3Adapter(Adapter):
     zero q heads add nothing. Dense layers (`mlp.*`, dense_intermediate_size), routed experts with sigmoid + bias
     routing and one shared expert of the routed width (vLLM: intermediate_size x n_shared_experts). The vision tower is
     copied and replicated on every rank (`--mm-encoder-tp-mode data`; vLLM's class sets supports_encoder_tp_data).
-    vLLM serves it with MiniMaxM3SparseForConditionalGeneration and its minimax_m3 tool-call / reasoning parsers."""
+    vLLM serves it with MiniMaxM3SparseForConditionalGeneration (the text-only checkpoints: MiniMaxM3SparseForCausalLM)
+    and its minimax_m3 tool-call / reasoning parsers."""
+
+    multimodal = True
 
     def head_shape(self, config: dict) -> HeadShape:
         hd = int(config.get("head_dim") or 0)
@@ -87,29 +91,42 @@ class MiniMaxM3Adapter(Adapter):
         return super().intermediate_sizes(config)
 
     def serving(self, config: dict) -> dict:
-        # M3's class (its encoder data-parallel) and both parsers: first in vLLM 0.24.0 (vllm.py)
+        # M3's classes (the multimodal one's encoder data-parallel) and both parsers: first releases in vllm.py
+        if not self.multimodal:
+            return serving(tool="minimax_m3", reasoning="minimax_m3", features=("arch:MiniMaxM3SparseForCausalLM",))
         arch = "MiniMaxM3SparseForConditionalGeneration"
         out = serving(tool="minimax_m3", reasoning="minimax_m3",
                       features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
         return {**out, "mm_encoder_tp_mode": "data"}
 
 
-MINIMAX_M3 = MiniMaxM3Adapter(
-    name="minimax_m3_vl", model_types=("minimax_m3_vl",),
-    linear_patterns=under(_M3, ATTENTION + DENSE_MLP + [
-        (L + r"self_attn\.index_q_proj$", Role("kv", "index")),
-        (L + r"block_sparse_moe\.experts\.\d+\.w[13]$", Role("rows", "expert")),
-        (L + r"block_sparse_moe\.experts\.\d+\.w2$", Role("cols", "expert")),
-        (L + r"block_sparse_moe\.shared_experts\.(gate_proj|up_proj)$", Role("rows", "expert")),
-        (L + r"block_sparse_moe\.shared_experts\.down_proj$", Role("cols", "expert")),
-    ]),
-    copy_modules=under(_M3, COPY_MODULES + [L + r"block_sparse_moe\.gate$", L + r"self_attn\.index_k_proj$",
-                                            L + r"self_attn\.index_[qk]_norm$"])
-    + [r"^language_model\.lm_head$", r"^vision_tower\.", r"^multi_modal_projector\.", r"^patch_merge_mlp\."],
-    copy_params=under(_M3, COPY_PARAMS + [L + r"block_sparse_moe\.e_score_correction_bias$"]),
-    intermediate_keys={"dense": ("dense_intermediate_size",),
-                       "expert": ("intermediate_size", "shared_intermediate_size")},
-    per_head_norms=True, text_config="text_config", layers=_M3_LAYERS, tp_at_most_experts=True,
-    tied_keys={"index_n_heads": "num_key_value_heads",
-               "sparse_attention_config.sparse_num_index_heads": "num_key_value_heads"},
-)
+class MiniMaxM3TextAdapter(MiniMaxM3Adapter):
+    multimodal = False
+
+
+def _m3(name: str, cls: type, lm: str | None) -> MiniMaxM3Adapter:
+    """MiniMax-M3's adapter with its language model under `lm` (None: at `model.`, a text-only checkpoint)."""
+    at = (lambda patterns: under(lm, patterns)) if lm else list
+    tower = [r"^language_model\.lm_head$", r"^vision_tower\.", r"^multi_modal_projector\.", r"^patch_merge_mlp\."]
+    return cls(
+        name=name, model_types=(name,),
+        linear_patterns=at(ATTENTION + DENSE_MLP + [
+            (L + r"self_attn\.index_q_proj$", Role("kv", "index")),
+            (L + r"block_sparse_moe\.experts\.\d+\.w[13]$", Role("rows", "expert")),
+            (L + r"block_sparse_moe\.experts\.\d+\.w2$", Role("cols", "expert")),
+            (L + r"block_sparse_moe\.shared_experts\.(gate_proj|up_proj)$", Role("rows", "expert")),
+            (L + r"block_sparse_moe\.shared_experts\.down_proj$", Role("cols", "expert")),
+        ]),
+        copy_modules=at(COPY_MODULES + [L + r"block_sparse_moe\.gate$", L + r"self_attn\.index_k_proj$",
+                                        L + r"self_attn\.index_[qk]_norm$"]) + (tower if lm else []),
+        copy_params=at(COPY_PARAMS + [L + r"block_sparse_moe\.e_score_correction_bias$"]),
+        intermediate_keys={"dense": ("dense_intermediate_size",),
+                           "expert": ("intermediate_size", "shared_intermediate_size")},
+        per_head_norms=True, text_config="text_config" if lm else None, layers=at([L])[0], tp_at_most_experts=True,
+        tied_keys={"index_n_heads": "num_key_value_heads",
+                   "sparse_attention_config.sparse_num_index_heads": "num_key_value_heads"},
+    )
+
+
+MINIMAX_M3 = _m3("minimax_m3_vl", MiniMaxM3Adapter, _M3)
+MINIMAX_M3_TEXT = _m3("minimax_m3_vl_text", MiniMaxM3TextAdapter, None)

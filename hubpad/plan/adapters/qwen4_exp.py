@@ -53,17 +53,25 @@ class Qwen4ExpAdapter(Qwen35VlAdapter):
         return {**out, "vllm_features": features}
 
 
-def _qwen4_exp():
-    lm = LANGUAGE_MODEL
-    layers = under(lm, [L])[0]
+class Qwen4ExpTextAdapter(Qwen4ExpAdapter):
+    """A text-only Qwen4-Exp checkpoint (`qwen4_exp_text`, vLLM's Qwen4ExpForCausalLM): no tower, no encoder mode."""
+
+    multimodal = False
+
+
+def _qwen4_exp(name: str, cls: type, lm: str | None):
+    """Qwen4-Exp's adapter with its language model under `lm` (None: at `model.`, a text-only checkpoint: vLLM's
+    Qwen4ExpForCausalLM maps `model.language_model.` to `model.`, so it reads the layers there), MTP at `mtp.`."""
+    at = (lambda patterns: under(lm, patterns)) if lm else list
+    layers = at([L])[0]
     mtp_layers = under(_MTP, [L])[0]
     moe = ATTENTION + EXPERTS + SHARED
-    return Qwen4ExpAdapter(
-        name="qwen4_exp", model_types=("qwen4_exp",),
-        linear_patterns=under(lm, moe) + under(_MTP, moe),
-        copy_modules=(under(lm, _LAYER_COPY + ROUTERS + _GDN_NORM) + under(_MTP, _LAYER_COPY + ROUTERS)
-                      + _MTP_OWN + VISION_TOWER),
-        copy_params=under(lm, COPY_PARAMS + _LAYER_PARAMS) + under(_MTP, COPY_PARAMS),
+    return cls(
+        name=name, model_types=(name,),
+        linear_patterns=at(moe) + under(_MTP, moe),
+        copy_modules=(at(_LAYER_COPY + ROUTERS + _GDN_NORM) + under(_MTP, _LAYER_COPY + ROUTERS) + _MTP_OWN
+                      + (VISION_TOWER if lm else [])),
+        copy_params=at(COPY_PARAMS + _LAYER_PARAMS) + under(_MTP, COPY_PARAMS),
         per_head_norms=True, layers=f"^(?:{layers[1:]}|{mtp_layers[1:]})",
         intermediate_keys={"expert": ("moe_intermediate_size",), "shared": ("shared_expert_intermediate_size",)},
         fused_experts=[(f"^(?:{layers[1:]}|{mtp_layers[1:]})" + r"mlp\.experts\.gate_up_proj$",
@@ -71,8 +79,10 @@ def _qwen4_exp():
                        (f"^(?:{layers[1:]}|{mtp_layers[1:]})" + r"mlp\.experts\.down_proj$",
                         FusedExperts(axis=-1, parts=1))],
         linear_attention=[(layers + tail, kind) for tail, kind in _GDN_QWEN35 + _GDN_BOTH],
-        text_config="text_config", mtp_fc_shards_hidden=True, tp_at_most_experts=True,
+        text_config="text_config" if lm else None, mtp_fc_shards_hidden=True, tp_at_most_experts=True,
+        lossless=("heads.indexer",),  # the QSA token indexer: copied, replicated
     )
 
 
-QWEN4_EXP = _qwen4_exp()
+QWEN4_EXP = _qwen4_exp("qwen4_exp", Qwen4ExpAdapter, LANGUAGE_MODEL)
+QWEN4_EXP_TEXT = _qwen4_exp("qwen4_exp_text", Qwen4ExpTextAdapter, None)

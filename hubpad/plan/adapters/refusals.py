@@ -12,6 +12,11 @@ Qwen2-VL / Qwen2.5-VL (`qwen2_vl`, `qwen2_5_vl`): vLLM builds their language mod
 the outer config, not that nested class, and transformers' own Qwen2.5-VL text attention (the Transformers-backend
 route Qwen2-MoE takes) refuses hidden_size % heads != 0. So no padded head count can be served; the 72B's 64 heads /
 8 kv serve as they are at TP 2, 4 and 8.
+
+Encoders vLLM shards by heads (`sharded_tower_refusal`: LLaVA, LLaVA-NeXT(-Video), LLaVA-OneVision, PaliGemma, Aria,
+Mistral 3, Command A Vision, Ultravox, Voxtral): their classes have no data-parallel encoder mode, and the CLIP /
+SigLIP / Pixtral / Whisper attention derives head_dim from hidden_size // heads, so 16 or 20 heads cannot become a
+count that divides 3 or 6 (the reason multimodal Gemma 3 is refused, adapters/gemma.py).
 """
 
 LLAMA4_REFUSAL = (
@@ -23,3 +28,40 @@ QWEN2_VL_REFUSAL = (
     "computes head_dim = hidden_size // heads and ignores config.head_dim, no --hf-overrides reaches that nested "
     "class, and transformers' Qwen2.5-VL attention refuses hidden_size % heads != 0; the 72B (64 heads / 8 kv) "
     "serves as it is at TP 2, 4 and 8")
+
+
+def sharded_tower_refusal(family: str, model_type: str, cls: str, tower: str, heads: int, width: int) -> str:
+    """The reason for a vision-language (or audio) family whose encoder vLLM shards by heads: its class sets no
+    supports_encoder_tp_data, so --mm-encoder-tp-mode data falls back to weights (config/model.py), and the encoder's
+    attention divides its heads by TP and derives head_dim = hidden_size // heads (clip.py, siglip.py, pixtral.py,
+    idefics2_vision_model.py, whisper.py). A head count that divides 3 or 6 would change head_dim; padding the
+    encoder's hidden size would change its LayerNorms."""
+    return (f"{family} (model_type '{model_type}') is not supported: vLLM's {cls} shards its {tower} by heads "
+            f"({heads} heads of {width}, head_dim = hidden_size // heads) and has no data-parallel encoder mode, so no "
+            f"head count that divides TP 3 or 6 keeps head_dim {width}; it serves as it is at a TP that divides {heads}")
+
+
+# The families of vLLM 0.32's registry with such an encoder (docs/families.md's registry table): the tower every
+# published checkpoint of 20B or more has (CLIP ViT-L/14-336 and Pixtral's: 16 heads of 64; SigLIP so400m and
+# SigLIP2 so400m: 16 of 72; Whisper large-v3 (turbo)'s encoder: 20 of 64).
+SHARDED_TOWER_REFUSALS: dict[str, str] = {
+    "llava": sharded_tower_refusal("LLaVA / Pixtral-Large (HF format)", "llava", "LlavaForConditionalGeneration",
+                                   "CLIP or Pixtral vision tower", 16, 64),
+    "llava_next": sharded_tower_refusal("LLaVA-NeXT", "llava_next", "LlavaNextForConditionalGeneration",
+                                        "CLIP vision tower", 16, 64),
+    "llava_next_video": sharded_tower_refusal("LLaVA-NeXT-Video", "llava_next_video",
+                                              "LlavaNextVideoForConditionalGeneration", "CLIP vision tower", 16, 64),
+    "llava_onevision": sharded_tower_refusal("LLaVA-OneVision", "llava_onevision",
+                                             "LlavaOnevisionForConditionalGeneration", "SigLIP vision tower", 16, 72),
+    "paligemma": sharded_tower_refusal("PaliGemma", "paligemma", "PaliGemmaForConditionalGeneration",
+                                       "SigLIP vision tower", 16, 72),
+    "aria": sharded_tower_refusal("Aria", "aria", "AriaForConditionalGeneration", "SigLIP (Idefics3) vision tower",
+                                  16, 72),
+    "mistral3": sharded_tower_refusal("Mistral 3 (Mistral Small 3.x, Magistral)", "mistral3",
+                                      "Mistral3ForConditionalGeneration", "Pixtral vision tower", 16, 64),
+    "cohere2_vision": sharded_tower_refusal("Command A Vision", "cohere2_vision",
+                                            "Cohere2VisionForConditionalGeneration", "SigLIP2 vision tower", 16, 72),
+    "ultravox": sharded_tower_refusal("Ultravox", "ultravox", "UltravoxModel", "Whisper audio encoder", 20, 64),
+    "voxtral": sharded_tower_refusal("Voxtral", "voxtral", "VoxtralForConditionalGeneration", "Whisper audio encoder",
+                                     20, 64),
+}

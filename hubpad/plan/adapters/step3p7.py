@@ -31,26 +31,25 @@ Step3VL's supports_encoder_tp_data) vLLM builds PerceptionEncoder and vit_large_
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from hubpad.errors import ConfigError
+from hubpad.plan.adapters import layer_heads
 from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, Adapter, L, Role, mtp_speculative
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
-_FULL = {"q": Role("q"), "k": Role("kv"), "v": Role("kv"), "o": Role("o"), "g": Role("q", "g")}
-_SWA = {"q": Role("q", "q_swa"), "k": Role("kv"), "v": Role("kv"), "o": Role("o", "o_swa"),
-        "g": Role("q", "g_swa")}
+_ATTENTION = {"q": Role("q"), "k": Role("kv"), "v": Role("kv"), "o": Role("o"), "g": Role("q", "g")}
 _GROUP = {"mlp": "dense", "share_expert": "shared", "moe": "expert"}
-_LINEAR = ([(L + rf"{m}\.(gate_proj|up_proj)$", Role("rows", g)) for m, g in _GROUP.items()]
+STEP_MLP = ([(L + rf"{m}\.(gate_proj|up_proj)$", Role("rows", g)) for m, g in _GROUP.items()]
            + [(L + rf"{m}\.down_proj$", Role("cols", g)) for m, g in _GROUP.items()])
-_TOWER = r"^(vision_model\.|vit_large_projector$)"
+STEP_TOWER = r"^(vision_model\.|vit_large_projector$)"
 # q_norm / k_norm span one head's head_dim (shared by every head); the MoE router and its bias; MTP layers' own
 # modules (model.layers.N for N >= num_hidden_layers: vLLM's Step3p5MTP).
 _OWN_MODULES = [L + r"self_attn\.(q_norm|k_norm)$", L + r"moe\.gate$",
-                L + r"(enorm|hnorm|eh_proj|shared_head\.norm|shared_head\.output)$", _TOWER]
+                L + r"(enorm|hnorm|eh_proj|shared_head\.norm|shared_head\.output)$", STEP_TOWER]
 _OWN_PARAMS = [L + r"moe\.router_bias$", r"^vision_model\..*$"]
-_INTER = {"dense": ("intermediate_size",), "shared": ("share_expert_dim",), "expert": ("moe_intermediate_size",)}
+STEP_INTER = {"dense": ("intermediate_size",), "shared": ("share_expert_dim",),
+              "expert": ("moe_intermediate_size",)}
 
 
 def layer_types(text: dict) -> list[str]:
@@ -118,17 +117,11 @@ class Step3p7Adapter(Adapter):
     def for_config(self, config: dict) -> "Step3p7Adapter":
         text = self.dims_config(config)
         check_readings(text)
-        types = layer_types(text)
-        patterns = []
-        for roles, sliding in ((_FULL, False), (_SWA, True)):
-            idx = [str(i) for i, t in enumerate(types) if (t == "sliding_attention") == sliding]
-            if not sliding:  # layers the list does not name (a config without layer_types): full attention
-                idx += [r"\d+"] if not types else []
-            if not idx:
-                continue
-            layer = L.replace(r"(\d+)", "(" + "|".join(idx) + ")")
-            patterns += [(layer + rf"self_attn\.{p}_proj$", r) for p, r in roles.items()]
-        return dataclasses.replace(self, linear_patterns=patterns + self.linear_patterns)
+        heads, swa = int(text.get("num_attention_heads") or 1), sliding_heads(text)
+        counts = [swa if t == "sliding_attention" else heads for t in layer_types(text)]
+        projections = {rf"self_attn\.{p}_proj$": r for p, r in _ATTENTION.items()}
+        return dataclasses.replace(self, linear_patterns=layer_heads.patterns(L, counts, heads, projections)
+                                   + self.linear_patterns)
 
     def head_shape(self, config: dict) -> HeadShape:
         heads = int(config.get("num_attention_heads") or 1)
@@ -139,18 +132,15 @@ class Step3p7Adapter(Adapter):
             if h % kv:
                 raise ConfigError(f"config.json: the {what} layers' {h} attention heads are not a multiple of the "
                                   f"{kv} kv heads")
-        g = math.gcd(swa, heads)
-        ratio = {"q_swa": (swa // g, heads // g), "o_swa": (swa // g, heads // g), "g_swa": (swa // g, heads // g)}
-        widths = {"q": hd, "kv": hd, "o": hd, "g": 1, "q_swa": hd, "o_swa": hd, "g_swa": 1}
-        labels = {"q": "q_proj rows (full)", "kv": "k/v_proj rows", "o": "o_proj columns (full)",
-                  "g": "g_proj rows (full)", "q_swa": "q_proj rows (sliding)", "o_swa": "o_proj columns (sliding)",
-                  "g_swa": "g_proj rows (sliding)"}
-        return HeadShape(widths, labels, kv_heads=True, config_head_dim=hd,
-                         head_ratio=ratio if swa != heads else {}, gates=frozenset({"g", "g_swa"}))
+        return layer_heads.head_shape({"q": hd, "kv": hd, "o": hd, "g": 1},
+                                      {"q": "q_proj rows", "kv": "k/v_proj rows", "o": "o_proj columns",
+                                       "g": "g_proj rows"}, [heads, swa], heads, kv,
+                                      names={swa: "sliding", heads: "full"}, gates=frozenset({"g"}))
 
     def padded_config(self, upstream: dict, config: dict, heads: int, kv: int) -> dict:
         text = dict(config[self.text_config])
-        swa = self.head_shape(self.dims_config(upstream)).head_count("q_swa", heads)
+        up = self.dims_config(upstream)
+        swa = layer_heads.padded([sliding_heads(up)], int(up.get("num_attention_heads") or 1), heads)[0]
         if "num_attention_groups" in text:
             text["num_attention_groups"] = kv
         if isinstance(text.get("attention_other_setting"), dict):
@@ -182,7 +172,7 @@ class Step3p7Adapter(Adapter):
 
 
 STEP3P7 = Step3p7Adapter(
-    name="step3p7", model_types=("step3p7",), linear_patterns=_LINEAR,
-    copy_modules=COPY_MODULES + _OWN_MODULES, copy_params=COPY_PARAMS + _OWN_PARAMS, intermediate_keys=_INTER,
+    name="step3p7", model_types=("step3p7",), linear_patterns=STEP_MLP,
+    copy_modules=COPY_MODULES + _OWN_MODULES, copy_params=COPY_PARAMS + _OWN_PARAMS, intermediate_keys=STEP_INTER,
     text_config="text_config", tp_at_most_experts=True,
 )

