@@ -14,9 +14,15 @@ route Qwen2-MoE takes) refuses hidden_size % heads != 0. So no padded head count
 8 kv serve as they are at TP 2, 4 and 8.
 
 Encoders vLLM shards by heads (`sharded_tower_refusal`: LLaVA, LLaVA-NeXT(-Video), LLaVA-OneVision, PaliGemma, Aria,
-Mistral 3, Command A Vision, Ultravox, Voxtral): their classes have no data-parallel encoder mode, and the CLIP /
-SigLIP / Pixtral / Whisper attention derives head_dim from hidden_size // heads, so 16 or 20 heads cannot become a
-count that divides 3 or 6 (the reason multimodal Gemma 3 is refused, adapters/gemma.py).
+Mistral 3, Command A Vision, Ultravox, Voxtral, ERNIE-4.5-VL, Ovis, Ovis2.6-MoE, HyperCLOVA X SEED Think): their
+classes have no data-parallel encoder mode, and the CLIP / SigLIP / SigLIP2-NaViT / Pixtral / Whisper / AIMv2 /
+ERNIE DFN / Qwen2.5-VL ViT attention derives head_dim from the encoder's width // heads, so 16 or 20 heads cannot
+become a count that divides 3 or 6 (the reason multimodal Gemma 3 is refused, adapters/gemma.py).
+
+DeepSeek-VL2 (`deepseek_vl_v2`): vLLM builds its vision tower with `timm.create_model("vit_so400m_patch14_siglip_384
+.webli")`, a fixed architecture that config.json does not size, and at TP > 1 replaces each block's `mlp.fc1` /
+`mlp.fc2` with column- / row-parallel layers (deepseek_vl2.py, patch_vit_for_tp): their 4304-wide hidden layer divides
+neither 3 nor 6, and a padded width would not load into timm's 4304-wide module.
 """
 
 LLAMA4_REFUSAL = (
@@ -30,11 +36,11 @@ QWEN2_VL_REFUSAL = (
     "serves as it is at TP 2, 4 and 8")
 
 
-def sharded_tower_refusal(family: str, model_type: str, cls: str, tower: str, heads: int, width: int) -> str:
+def sharded_tower_refusal(family: str, model_type: str, cls: str, tower: str, heads: int, width: int | str) -> str:
     """The reason for a vision-language (or audio) family whose encoder vLLM shards by heads: its class sets no
     supports_encoder_tp_data, so --mm-encoder-tp-mode data falls back to weights (config/model.py), and the encoder's
     attention divides its heads by TP and derives head_dim = hidden_size // heads (clip.py, siglip.py, pixtral.py,
-    idefics2_vision_model.py, whisper.py). A head count that divides 3 or 6 would change head_dim; padding the
+    idefics2_vision_model.py, whisper.py, aimv2.py, siglip2navit.py, ernie45_vl.py, qwen2_5_vl.py). A head count that divides 3 or 6 would change head_dim; padding the
     encoder's hidden size would change its LayerNorms."""
     return (f"{family} (model_type '{model_type}') is not supported: vLLM's {cls} shards its {tower} by heads "
             f"({heads} heads of {width}, head_dim = hidden_size // heads) and has no data-parallel encoder mode, so no "
@@ -43,7 +49,8 @@ def sharded_tower_refusal(family: str, model_type: str, cls: str, tower: str, he
 
 # The families of vLLM 0.32's registry with such an encoder (docs/families.md's registry table): the tower every
 # published checkpoint of 20B or more has (CLIP ViT-L/14-336 and Pixtral's: 16 heads of 64; SigLIP so400m and
-# SigLIP2 so400m: 16 of 72; Whisper large-v3 (turbo)'s encoder: 20 of 64).
+# SigLIP2 so400m: 16 of 72; Whisper large-v3 (turbo)'s encoder: 20 of 64; ERNIE-4.5-VL's DFN ViT and Qwen2.5-VL's
+# ViT: 16 of 80; AIMv2-1B (Ovis2-34B): 16 of 128).
 SHARDED_TOWER_REFUSALS: dict[str, str] = {
     "llava": sharded_tower_refusal("LLaVA / Pixtral-Large (HF format)", "llava", "LlavaForConditionalGeneration",
                                    "CLIP or Pixtral vision tower", 16, 64),
@@ -64,4 +71,19 @@ SHARDED_TOWER_REFUSALS: dict[str, str] = {
     "ultravox": sharded_tower_refusal("Ultravox", "ultravox", "UltravoxModel", "Whisper audio encoder", 20, 64),
     "voxtral": sharded_tower_refusal("Voxtral", "voxtral", "VoxtralForConditionalGeneration", "Whisper audio encoder",
                                      20, 64),
+    "ernie4_5_moe_vl": sharded_tower_refusal("ERNIE-4.5-VL", "ernie4_5_moe_vl",
+                                             "Ernie4_5_VLMoeForConditionalGeneration", "DFN vision tower", 16, 80),
+    "ovis": sharded_tower_refusal("Ovis (Ovis2, Ovis1.6)", "ovis", "Ovis", "AIMv2 (Ovis2) or SigLIP (Ovis1.6) "
+                                  "visual tokenizer", 16, "128 or 72"),
+    "ovis2_6_moe": sharded_tower_refusal("Ovis2.6-MoE", "ovis2_6_moe", "Ovis2_5 (Ovis2_6_MoeForCausalLM)",
+                                         "SigLIP2-NaViT visual tokenizer", 16, 72),
+    "hyperclovax_vision_v2": sharded_tower_refusal("HyperCLOVA X SEED Think", "hyperclovax_vision_v2",
+                                                   "HCXVisionV2ForCausalLM", "Qwen2.5-VL vision tower", 16, 80),
 }
+SHARDED_TOWER_REFUSALS["ernie4_5_vl_moe"] = SHARDED_TOWER_REFUSALS["ernie4_5_moe_vl"]  # transformers' name for it
+
+DEEPSEEK_VL2_REFUSAL = (
+    "DeepSeek-VL2 (model_type 'deepseek_vl_v2') is not supported: vLLM builds its vision tower as timm's fixed "
+    "vit_so400m_patch14_siglip_384 and at TP > 1 shards each block's MLP (fc1 column-, fc2 row-parallel) over its "
+    "4304-wide hidden layer, which divides neither 3 nor 6, and a padded width would not load into timm's module; "
+    "it serves as it is at TP 2, 4 and 8")
