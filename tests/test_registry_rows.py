@@ -21,7 +21,7 @@ from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
                    minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, qwen35_real, real_models,
-                   registry_real, step3p7_real, vlm_real)
+                   registry_real, step3p7_real, vlm_families_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -63,6 +63,8 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "Ernie4_5_MoeForCausalLM": [(None, _gqa("baidu/ERNIE-4.5-300B-A47B-PT"))],
     "Exaone4ForCausalLM": [(None, _gqa("LGAI-EXAONE/EXAONE-4.0-32B"))],
     "ExaoneMoeForCausalLM": [(None, _gqa("LGAI-EXAONE/K-EXAONE-236B-A23B"))],
+    "Exaone4_5_ForConditionalGeneration": [(None, _with(vlm_families_real.EXAONE45_33B,
+                                                        vlm_families_real.exaone45_tensors))],
     "Gemma2ForCausalLM": [(None, _registry("google/gemma-2-27b-it"))],
     "Gemma3ForCausalLM": [(None, _with(GEMMA3_27B_TEXT, _gemma_tensors))],
     "Gemma4ForConditionalGeneration": [("31B", _with(gemma4_real.GEMMA4_31B, gemma4_real.tensors)),

@@ -1,5 +1,5 @@
 """Tiny vision-language models built with transformers (float32, random O(0.3) weights): Qwen3-VL dense / MoE,
-GLM-4.5V and Kimi-K2.5, for the float64 proofs (test_vlm.py) and the serving tier (test_serve_vlm.py)."""
+GLM-4.5V, Kimi-K2.5 and EXAONE 4.5, for the float64 proofs (test_vlm.py) and the serving tier (test_serve_vlm.py)."""
 
 from __future__ import annotations
 
@@ -88,4 +88,35 @@ def build_kimi_k25(path, text: dict | None = None, seed: int = 0, media_id: int 
     data = json.loads((path / "config.json").read_text())
     data["architectures"] = ["KimiK25ForConditionalGeneration"]
     (path / "config.json").write_text(json.dumps(data, indent=2))
+    return path
+
+
+EXAONE45_TEXT = dict(model_type="exaone4", vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+                     num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
+                     rms_norm_eps=1e-6, sliding_window=4, sliding_window_pattern=4, tie_word_embeddings=False)
+EXAONE45_VISION = dict(depth=2, hidden_size=64, intermediate_size=96, num_heads=4, num_key_value_heads=2, patch_size=8,
+                       spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=128, window_size=32,
+                       fullatt_block_indexes=[1])
+
+
+def build_exaone4_5(path, mtp: bool = True):
+    """EXAONE 4.5 (Exaone4_5_ForConditionalGeneration) as transformers saves it, plus (`mtp`) one MTP layer under
+    `mtp.` in EXAONE MoE's layout, which vLLM's Exaone4_5_MTP reads and transformers ignores on load."""
+    torch.manual_seed(0)
+    cfg = transformers.Exaone4_5_Config(text_config=EXAONE45_TEXT, vision_config=EXAONE45_VISION, image_token_id=5,
+                                        video_token_id=6)
+    model = transformers.AutoModelForImageTextToText.from_config(cfg).eval()
+    randomize(model)
+    model.save_pretrained(path)
+    if mtp:
+        tensors = load_file(path / "model.safetensors")
+        g = torch.Generator().manual_seed(3)
+        layer = "model.language_model.layers.0."
+        for name in [n for n in tensors if n.startswith(layer)]:
+            tensors["mtp.layers.0." + name[len(layer):]] = torch.randn(tensors[name].shape, generator=g) * 0.3
+        h = EXAONE45_TEXT["hidden_size"]
+        tensors["mtp.fc.weight"] = torch.randn(h, 2 * h, generator=g) * 0.3
+        for norm in ("norm", "pre_fc_norm_hidden", "pre_fc_norm_embedding"):
+            tensors[f"mtp.{norm}.weight"] = 1 + torch.randn(h, generator=g) * 0.1
+        save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
     return path

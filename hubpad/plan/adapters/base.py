@@ -159,6 +159,26 @@ def under(prefix: str, patterns: list) -> list:
     return out
 
 
+def inside_vlm(linear_patterns: list, copy_modules: list, copy_params: list, layers: str = L,
+               prefix: str = LANGUAGE_MODEL, tower: list = VISION_TOWER) -> dict:
+    """A text family's Adapter fields for its language model nested in a vision-language checkpoint: its patterns
+    moved under `prefix` (`under`: lm_head, mtp. and other top-level names stay), its dims read from text_config, the
+    vision tower's modules (and their parameters) copied byte for byte. For a tower vLLM replicates on every rank
+    (`--mm-encoder-tp-mode data`, vllm.encoder_data_parallel)."""
+    return dict(linear_patterns=under(prefix, linear_patterns), copy_modules=under(prefix, copy_modules) + tower,
+                copy_params=under(prefix, copy_params) + [p + ".*$" for p in tower], text_config="text_config",
+                layers=under(prefix, [layers])[0])
+
+
+def repeat_at_top(upstream: dict, config: dict, text_key: str) -> dict:
+    """`config` with each padded text_config value also written at the top level where the upstream config.json
+    repeats that key with the same value beside text_config (EXAONE 4.5's does: hidden_size, heads, kv heads,
+    intermediate_size), so no reader finds the old count there."""
+    before, after = upstream.get(text_key) or {}, config.get(text_key) or {}
+    return {**config, **{k: v for k, v in after.items()
+                         if k in upstream and upstream[k] == before.get(k) and v != before.get(k)}}
+
+
 # Parameters that are not `<module>.<suffix>` of a linear layer.
 COPY_PARAMS = [
     L + r"mlp\.(expert_bias|e_score_correction_bias|gate\.e_score_correction_bias)$",

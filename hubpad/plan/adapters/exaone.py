@@ -6,6 +6,11 @@ zero), sliding and global layers with the same heads, EXAONE 4's post-LN (`post_
 `mtp.` (a decoder layer with a dense MLP beside `mtp.fc`, which vLLM's ExaoneMoeMTP makes column-parallel over the
 hidden size, and its norms).
 
+EXAONE 4.5 (`exaone4_5`, Exaone4_5_ForConditionalGeneration: EXAONE-4.5-33B): EXAONE 4's language model under
+`model.language_model.` (dims in text_config), a Qwen2.5-VL-style tower under `model.visual.` copied byte for byte and
+replicated on every rank (vLLM's class subclasses Qwen2_5_VLForConditionalGeneration, supports_encoder_tp_data), and
+MTP layers under `mtp.` laid out as EXAONE MoE's (vLLM's Exaone4_5_MTP reads them; the main model drops them).
+
 head_dim: vLLM's Exaone4Attention / ExaoneMoeAttention take `getattr(config, "head_dim", None)` and fall back to
 hidden_size // heads; the derivative writes it (5120 // 45 would be 113, not 128). vLLM's MoE block refuses a TP larger
 than num_experts; the swiglu clamps (`swiglu_limits`) keep a zero lane zero.
@@ -14,8 +19,8 @@ than num_experts; the swiglu clamps (`swiglu_limits`) keep a zero lane zero.
 from __future__ import annotations
 
 from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, ROUTERS, SHARED, Adapter,
-                                       L, Role, mtp_speculative, under)
-from hubpad.plan.adapters.vllm import serving
+                                       L, Role, inside_vlm, mtp_speculative, repeat_at_top, under)
+from hubpad.plan.adapters.vllm import encoder_data_parallel, serving
 
 _MTP = "mtp."
 _MTP_OWN = [r"^mtp\.(fc|norm|pre_fc_norm_hidden|pre_fc_norm_embedding|embed_tokens)$"]
@@ -27,7 +32,12 @@ class ExaoneAdapter(Adapter):
     comes (vLLM pull request 22617), and vLLM 0.32 has no exaone parser. EXAONE MoE drafts with its MTP layers
     (ExaoneMoeMTP, method "mtp")."""
 
+    def padded_config(self, upstream: dict, config: dict, heads: int, kv: int) -> dict:
+        return repeat_at_top(upstream, config, self.text_config) if self.text_config else config
+
     def serving(self, config: dict) -> dict:
+        if self.text_config:  # EXAONE 4.5: no MTP drafting on the card (its draft's first release was not read)
+            return encoder_data_parallel("Exaone4_5_ForConditionalGeneration", tool="hermes")
         arch = (config.get("architectures") or ["Exaone4ForCausalLM"])[0]
         spec = mtp_speculative(config) if self.name == "exaone_moe" else None
         return serving(tool="hermes", spec=spec,
@@ -40,6 +50,16 @@ EXAONE4 = ExaoneAdapter(
     per_head_norms=True,
 )
 
+_MTP_LAYERS = under(_MTP, [L])[0]
+_VLM = inside_vlm(ATTENTION + DENSE_MLP, COPY_MODULES, COPY_PARAMS)
+EXAONE4_5 = ExaoneAdapter(
+    name="exaone4_5", model_types=("exaone4_5",), intermediate_keys={"dense": ("intermediate_size",)},
+    linear_patterns=_VLM["linear_patterns"] + under(_MTP, ATTENTION + DENSE_MLP),
+    copy_modules=_VLM["copy_modules"] + under(_MTP, COPY_MODULES) + _MTP_OWN, copy_params=_VLM["copy_params"],
+    text_config=_VLM["text_config"], layers=f"^(?:{_VLM['layers'][1:]}|{_MTP_LAYERS[1:]})", per_head_norms=True,
+    mtp_fc_shards_hidden=True,
+)
+
 _SHARED = [(p, Role(r.kind, "shared")) for p, r in SHARED]
 EXAONE_MOE = ExaoneAdapter(
     name="exaone_moe", model_types=("exaone_moe",),
@@ -47,5 +67,5 @@ EXAONE_MOE = ExaoneAdapter(
     copy_modules=COPY_MODULES + ROUTERS + under(_MTP, COPY_MODULES) + _MTP_OWN, copy_params=COPY_PARAMS,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
     shared_experts_key="num_shared_experts", per_head_norms=True, tp_at_most_experts=True, mtp_fc_shards_hidden=True,
-    layers=f"^(?:{L[1:]}|{under(_MTP, [L])[0][1:]})",
+    layers=f"^(?:{L[1:]}|{_MTP_LAYERS[1:]})",
 )

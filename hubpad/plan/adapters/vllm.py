@@ -274,6 +274,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:ExaoneMoEForCausalLM": ("0.32.0", "ExaoneMoEForCausalLM (registered in 0.14.0-0.26.0, not 0.27.0-0.31.0)"),
     "arch:ExaoneMoeForCausalLM": ("0.27.0", "ExaoneMoeForCausalLM"),  # not in 0.26.0
     "spec:exaone_moe_mtp": ("0.14.0", "EXAONE MoE MTP speculative decoding (ExaoneMoeMTP)"),  # not in 0.13.0
+    # EXAONE 4.5 (its first release as docs/families.md's registry table gives it); its class subclasses
+    # Qwen2_5_VLForConditionalGeneration and so inherits supports_encoder_tp_data (read in 0.32.0)
+    "arch:Exaone4_5_ForConditionalGeneration": ("0.20.0", "Exaone4_5_ForConditionalGeneration"),
+    "encoder-dp:Exaone4_5_ForConditionalGeneration": ("0.20.0", "a data-parallel vision encoder for EXAONE 4.5"),
     # commandr.py's CohereAttention (Cohere2ForCausalLM's class) took head_dim = hidden_size // heads up to 0.28.0 and
     # reads config.head_dim from 0.29.0: a padded Cohere2 derivative needs it (Cohere2ForCausalLM itself is older)
     "head_dim:cohere": ("0.29.0", "CohereForCausalLM reading head_dim from config.json (Cohere2ForCausalLM)"),
@@ -319,6 +323,15 @@ def min_vllm(features: list[str]) -> dict:
     version = max((FIRST_RELEASE[f][0] for f in known), key=_key)
     because = [FIRST_RELEASE[f][1] for f in known if FIRST_RELEASE[f][0] == version]
     return {"version": version, "because": because}
+
+
+def encoder_data_parallel(arch: str, tool: str | None = None, reasoning: str | None = None, spec: dict | None = None,
+                          features: tuple[str, ...] = ()) -> dict:
+    """`serving` for a vision-language class whose tower every rank holds whole: `--mm-encoder-tp-mode data`, which
+    vLLM honours only where the class sets supports_encoder_tp_data (`encoder-dp:<arch>`)."""
+    out = serving(tool=tool, reasoning=reasoning, spec=spec,
+                  features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}", *features))
+    return {**out, "mm_encoder_tp_mode": "data"}
 
 
 def serving(tool: str | None = None, reasoning: str | None = None, spec: dict | None = None,
