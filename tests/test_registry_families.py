@@ -151,7 +151,13 @@ def test_published_layouts_plan(tmp_path, name):
     ("paligemma", "PaliGemmaForConditionalGeneration shards its SigLIP vision tower"),
     ("mistral3", "Pixtral vision tower by heads (16 heads of 64"),
     ("voxtral", "Whisper audio encoder by heads (20 heads of 64"),
-    ("ultravox", "it serves as it is at a TP that divides 20")])
+    ("ultravox", "it serves as it is at a TP that divides 20"),
+    ("ernie4_5_moe_vl", "shards its DFN vision tower by heads (16 heads of 80"),
+    ("ernie4_5_vl_moe", "Ernie4_5_VLMoeForConditionalGeneration shards its DFN vision tower"),
+    ("ovis", "AIMv2 (Ovis2) or SigLIP (Ovis1.6) visual tokenizer by heads (16 heads of 128 or 72"),
+    ("ovis2_6_moe", "SigLIP2-NaViT visual tokenizer by heads (16 heads of 72"),
+    ("hyperclovax_vision_v2", "shards its Qwen2.5-VL vision tower by heads (16 heads of 80"),
+    ("deepseek_vl_v2", "4304-wide hidden layer, which divides neither 3 nor 6")])
 def test_registry_refusals_name_the_reason(tmp_path, model_type, reason):
     """One `error:` line in `plan` and in `mirror`, nothing written."""
     src = write_checkpoint(tmp_path / model_type, {"model_type": model_type, "num_attention_heads": 32}, [],

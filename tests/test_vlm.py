@@ -1,7 +1,8 @@
 """Vision-language models: pad the language model, copy the vision tower byte for byte, serve it data-parallel.
 
 Tiny models built with transformers, padded at TP=3 and TP=6: Qwen3-VL dense and MoE (deepstack merger included),
-GLM-4.5V (`glm4v_moe`) and Kimi-K2.5 (`kimi_k25`: MLA language model, MoonViT tower, projector). Their float64
+GLM-4.5V (`glm4v_moe`), Kimi-K2.5 (`kimi_k25`: MLA language model, MoonViT tower, projector) and EXAONE 4.5
+(`exaone4_5`: EXAONE 4 inside, a Qwen2.5-VL-style GQA tower, one MTP layer). Their float64
 logits on a prompt that holds an image (pixel values through the vision tower) must equal the original's exactly;
 every vision-tower and projector tensor must be byte-identical; the card and recipe must serve them with
 `--mm-encoder-tp-mode data`. Qwen3-VL-MoE's fused experts are checked in both layouts: the hub's (gate_up [E,
@@ -22,7 +23,8 @@ transformers = pytest.importorskip("transformers")
 from safetensors import safe_open  # noqa: E402
 
 from tests.helpers import cli  # noqa: E402
-from tests.vlm_models import TOKENS, VISION, build_glm4v, build_kimi_k25, build_qwen3_vl  # noqa: E402
+from tests.vlm_models import (TOKENS, VISION, build_exaone4_5, build_glm4v, build_kimi_k25,  # noqa: E402
+                               build_qwen3_vl)
 
 
 def _logits(path, ids, pixels, grid):
@@ -119,8 +121,20 @@ def _kimi_image(cfg):
     return dict(input_ids=ids, pixel_values=pixels, image_grid_thw=torch.tensor([[1, 4, 4]]))
 
 
+def _exaone_image(cfg):
+    """4 image tokens (a 4 x 4 patch grid merged 2 x 2) between text tokens; EXAONE 4.5's tower is Qwen2.5-VL's."""
+    v = cfg.vision_config
+    ids = torch.tensor([[1, 20, 7] + [cfg.image_token_id] * 4 + [8, 30, 40, 50]])
+    pixels = torch.randn(16, 3 * v.temporal_patch_size * v.patch_size ** 2, generator=torch.Generator().manual_seed(1),
+                         dtype=torch.float64)
+    return dict(input_ids=ids, pixel_values=pixels, image_grid_thw=torch.tensor([[1, 4, 4]]),
+                mm_token_type_ids=(ids == cfg.image_token_id).long())
+
+
 # family: (builder, image inputs, tensor prefixes that must be copied byte for byte, flags the card must carry)
 OTHERS = {
+    # EXAONE 4 inside (tests/vlm_models.py adds one MTP layer at EXAONE MoE's names, padded, ignored by transformers)
+    "exaone4_5": (build_exaone4_5, _exaone_image, ("model.visual.",), ("--tool-call-parser hermes",)),
     "glm4v_moe": (build_glm4v, _glm4v_image, ("model.visual.",), ("--tool-call-parser glm45",)),
     "kimi_k25": (build_kimi_k25, _kimi_image, ("vision_tower.", "mm_projector."),
                  ("--tool-call-parser kimi_k2", "--trust-remote-code")),
