@@ -68,8 +68,8 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
                            "mistral4": MISTRAL4_REFUSAL, "hy_v4_vl": HY_V4_VL_REFUSAL,
-                           "inkling_text": INKLING_TEXT_REFUSAL, "deepseek_vl_v2": DEEPSEEK_VL2_REFUSAL, **REGISTRY_REFUSALS,
-                           **SHARDED_TOWER_REFUSALS}
+                           "inkling_text": INKLING_TEXT_REFUSAL, "deepseek_vl_v2": DEEPSEEK_VL2_REFUSAL,
+                           **REGISTRY_REFUSALS, **SHARDED_TOWER_REFUSALS}
 
 
 def adapter_for(config: dict) -> Adapter:

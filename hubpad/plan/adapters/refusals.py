@@ -40,8 +40,8 @@ def sharded_tower_refusal(family: str, model_type: str, cls: str, tower: str, he
     """The reason for a vision-language (or audio) family whose encoder vLLM shards by heads: its class sets no
     supports_encoder_tp_data, so --mm-encoder-tp-mode data falls back to weights (config/model.py), and the encoder's
     attention divides its heads by TP and derives head_dim = hidden_size // heads (clip.py, siglip.py, pixtral.py,
-    idefics2_vision_model.py, whisper.py, aimv2.py, siglip2navit.py, ernie45_vl.py, qwen2_5_vl.py). A head count that divides 3 or 6 would change head_dim; padding the
-    encoder's hidden size would change its LayerNorms."""
+    idefics2_vision_model.py, whisper.py, aimv2.py, siglip2navit.py, ernie45_vl.py, qwen2_5_vl.py). A head count
+    that divides 3 or 6 would change head_dim; padding the encoder's hidden size would change its LayerNorms."""
     return (f"{family} (model_type '{model_type}') is not supported: vLLM's {cls} shards its {tower} by heads "
             f"({heads} heads of {width}, head_dim = hidden_size // heads) and has no data-parallel encoder mode, so no "
             f"head count that divides TP 3 or 6 keeps head_dim {width}; it serves as it is at a TP that divides {heads}")
