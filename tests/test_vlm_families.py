@@ -1,4 +1,5 @@
-"""EXAONE 4.5's published layout planned header-only (its float64 proof: tests/test_vlm.py; the refused
+"""EXAONE 4.5: its published layout planned header-only and its MTP layer's padding (its float64 proof:
+tests/test_vlm.py; the refused
 vision-language families' one-line reasons: tests/test_registry_families.py)."""
 
 from __future__ import annotations
@@ -28,3 +29,19 @@ def test_exaone4_5_33b_plans_as_published(tmp_path, tp, expected):
     changes = plan["config_changes"]
     assert all(changes[key] == changes["text_config." + key] for key in expected)  # the top-level copies too
     assert not any(key.startswith("vision_config") for key in changes)
+
+
+def test_exaone4_5_pads_its_mtp_layer_as_its_decoder_layers(tmp_path):
+    """The MTP layer under `mtp.` (vLLM's Exaone4_5_MTP: an Exaone4 decoder layer beside `mtp.fc`) gets the padded
+    heads, kv heads and MLP width; `mtp.fc` and the norms (hidden-size wide) are copied; the tower is never padded."""
+    pytest.importorskip("torch")
+    from tests.vlm_models import build_exaone4_5
+
+    src = build_exaone4_5(tmp_path / "src")
+    plan = json.loads(cli("plan", src, "--tp", 3, "--json").output)
+    changed = {t["name"]: t["after"] for t in plan["changed_tensors"]}
+    assert changed["mtp.layers.0.self_attn.q_proj.weight"] == [6 * 32, 128]
+    assert changed["mtp.layers.0.self_attn.k_proj.weight"] == [3 * 32, 128]
+    assert changed["mtp.layers.0.self_attn.o_proj.weight"] == [128, 6 * 32]
+    assert changed["mtp.layers.0.mlp.down_proj.weight"] == [128, 384]
+    assert not any(n.startswith(("mtp.fc", "mtp.norm", "mtp.pre_fc", "model.visual.")) for n in changed)
