@@ -1,6 +1,5 @@
 """EXAONE 4.5: its published layout planned header-only and its MTP layer's padding (its float64 proof:
-tests/test_vlm.py; the refused
-vision-language families' one-line reasons: tests/test_registry_families.py)."""
+tests/test_vlm.py; the refused vision-language families' one-line reasons: tests/test_registry_families.py)."""
 
 from __future__ import annotations
 
