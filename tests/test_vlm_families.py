@@ -44,3 +44,14 @@ def test_exaone4_5_pads_its_mtp_layer_as_its_decoder_layers(tmp_path):
     assert changed["mtp.layers.0.self_attn.o_proj.weight"] == [128, 6 * 32]
     assert changed["mtp.layers.0.mlp.down_proj.weight"] == [128, 384]
     assert not any(n.startswith(("mtp.fc", "mtp.norm", "mtp.pre_fc", "model.visual.")) for n in changed)
+
+
+def test_hyperclovax_seed_think_is_refused_by_its_architecture(tmp_path):
+    """Its published config.json says model_type "vlm": the architecture names the refusal, in plan and mirror."""
+    src = write_checkpoint(tmp_path / "hcx", {"model_type": "vlm", "architectures": ["HCXVisionV2ForCausalLM"]}, [],
+                           n_shards=1, header_only=True)
+    for args in (("plan", src, "--tp", 3), ("mirror", src, "--tp", 3, "--to", tmp_path / "out")):
+        result = cli(*args)
+        assert result.exit_code == 1 and "shards its Qwen2.5-VL vision tower by heads" in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1 and result.output.startswith("error:")
+    assert not (tmp_path / "out").exists()

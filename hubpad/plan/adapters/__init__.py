@@ -38,7 +38,7 @@ from hubpad.plan.adapters.mimo import MIMO_V2
 from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3, MINIMAX_M3_TEXT
 from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL, mistral_format_refusal
 from hubpad.plan.adapters.refusals import (DEEPSEEK_VL2_REFUSAL, LLAMA4_REFUSAL, QWEN2_VL_REFUSAL,
-                                           SHARDED_TOWER_REFUSALS)
+                                           REFUSED_ARCHITECTURES, SHARDED_TOWER_REFUSALS)
 from hubpad.plan.adapters.registry_refusals import REGISTRY_REFUSALS
 from hubpad.plan.adapters.mixtral import MIXTRAL, PHIMOE
 from hubpad.plan.adapters.nemotron_h import NEMOTRON_H, NEMOTRON_H_PUZZLE
@@ -88,7 +88,10 @@ def adapter_for(config: dict) -> Adapter:
 
 def check_refused(config: dict) -> None:
     """Fail with the reason when config.json is a family hubpad knows it cannot pad exactly."""
-    reason = refused_draft(config) or REFUSED.get(config.get("model_type"))
+    archs = config.get("architectures") if isinstance(config.get("architectures"), list) else []
+    reason = (refused_draft(config) or REFUSED.get(config.get("model_type"))
+              or next((REFUSED_ARCHITECTURES[a] for a in archs if isinstance(a, str) and a in REFUSED_ARCHITECTURES),
+                      None))
     if reason:
         raise ConfigError(f"config.json: {reason}")
 

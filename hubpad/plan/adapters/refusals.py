@@ -81,6 +81,9 @@ SHARDED_TOWER_REFUSALS: dict[str, str] = {
                                                    "HCXVisionV2ForCausalLM", "Qwen2.5-VL vision tower", 16, 80),
 }
 SHARDED_TOWER_REFUSALS["ernie4_5_vl_moe"] = SHARDED_TOWER_REFUSALS["ernie4_5_moe_vl"]  # transformers' name for it
+# Refused by architecture where the published config.json's model_type is too generic to key on: HyperCLOVA X SEED
+# Think's says "vlm" (transformers' HyperCLOVAXVisionV2Config renames it on load).
+REFUSED_ARCHITECTURES: dict[str, str] = {"HCXVisionV2ForCausalLM": SHARDED_TOWER_REFUSALS["hyperclovax_vision_v2"]}
 
 DEEPSEEK_VL2_REFUSAL = (
     "DeepSeek-VL2 (model_type 'deepseek_vl_v2') is not supported: vLLM builds its vision tower as timm's fixed "
