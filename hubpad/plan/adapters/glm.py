@@ -22,7 +22,7 @@ from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, LANGUAGE_MODEL,
                                        MTP_MODULES, ROUTERS, SHARED, VISION_TOWER, Adapter, L, Role, mtp_speculative,
                                        one_shared_expert, under)
-from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.adapters.vllm import encoder_data_parallel, serving
 from hubpad.plan.dims import MLP_TILE
 
 
@@ -61,11 +61,8 @@ class Glm4vMoeAdapter(GlmMoeAdapter):
     def serving(self, config: dict) -> dict:
         text = self.dims_config(config)
         spec = mtp_speculative(text)
-        out = serving(tool="glm45", reasoning="glm45", spec=spec,
-                      features=("arch:Glm4vMoeForConditionalGeneration", "flag:mm-encoder-tp-mode",
-                                "encoder-dp:Glm4vMoeForConditionalGeneration") + (
-                          ("spec:glm4_moe_mtp", "spec:mtp") if spec else ()))
-        return {**out, "mm_encoder_tp_mode": "data"}
+        return encoder_data_parallel("Glm4vMoeForConditionalGeneration", tool="glm45", reasoning="glm45", spec=spec,
+                                     features=("spec:glm4_moe_mtp", "spec:mtp") if spec else ())
 
 
 _GLM = dict(linear_patterns=ATTENTION + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],

@@ -18,7 +18,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, Adapter, L, Role, under
 from hubpad.plan.adapters.deepseek import _LATENT, _MLA, KimiK2Adapter
-from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.adapters.vllm import encoder_data_parallel, serving
 from hubpad.plan.dims import EXPERT_TILE
 
 # (pattern, plan/kda.py kind); the layer filter keeps them to the KDA layers
@@ -102,10 +102,9 @@ class KimiK3Adapter(KimiLinearAdapter):
     reasoning_parser = "kimi_k3"
 
     def serving(self, config: dict) -> dict:
-        arch = "KimiK3ForConditionalGeneration"
-        out = serving(tool=self.tool_call_parser, reasoning=self.reasoning_parser,
-                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
-        return {**out, "extra_args": list(self.extra_args), "mm_encoder_tp_mode": "data"}
+        out = encoder_data_parallel("KimiK3ForConditionalGeneration", tool=self.tool_call_parser,
+                                    reasoning=self.reasoning_parser)
+        return {**out, "extra_args": list(self.extra_args)}
 
     def intermediate_sizes(self, config: dict) -> dict[str, tuple[tuple[str, ...], int]]:
         out = Adapter.intermediate_sizes(self, config)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, Adapter, L, Role,
                                        one_shared_expert, under)
-from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.adapters.vllm import encoder_data_parallel, serving
 from hubpad.plan.heads import HeadShape
 
 
@@ -94,10 +94,8 @@ class MiniMaxM3Adapter(Adapter):
         # M3's classes (the multimodal one's encoder data-parallel) and both parsers: first releases in vllm.py
         if not self.multimodal:
             return serving(tool="minimax_m3", reasoning="minimax_m3", features=("arch:MiniMaxM3SparseForCausalLM",))
-        arch = "MiniMaxM3SparseForConditionalGeneration"
-        out = serving(tool="minimax_m3", reasoning="minimax_m3",
-                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
-        return {**out, "mm_encoder_tp_mode": "data"}
+        return encoder_data_parallel("MiniMaxM3SparseForConditionalGeneration", tool="minimax_m3",
+                                     reasoning="minimax_m3")
 
 
 class MiniMaxM3TextAdapter(MiniMaxM3Adapter):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, LANGUAGE_MODEL, ROUTERS,
                                        VISION_TOWER, Adapter, FusedExperts, L, under)
-from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.adapters.vllm import encoder_data_parallel
 
 _LAYERS = under(LANGUAGE_MODEL, [L])[0]
 _EXPERTS = [(_LAYERS + r"mlp\.experts\.gate_up_proj$", FusedExperts(axis=-1, parts=2)),
@@ -24,10 +24,7 @@ class QwenVLAdapter(Adapter):
     """Qwen3's parsers (Hermes tool calls, <think> reasoning), and the vision tower replicated on every rank."""
 
     def serving(self, config: dict) -> dict:
-        arch = (config.get("architectures") or [""])[0]
-        out = serving(tool="hermes", reasoning="qwen3",
-                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
-        return {**out, "mm_encoder_tp_mode": "data"}
+        return encoder_data_parallel((config.get("architectures") or [""])[0], tool="hermes", reasoning="qwen3")
 
 
 _COMMON = dict(copy_modules=under(LANGUAGE_MODEL, COPY_MODULES) + VISION_TOWER,

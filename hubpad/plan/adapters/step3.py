@@ -17,7 +17,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, Adapter, L, Role
 from hubpad.plan.adapters.step3p7 import STEP_INTER, STEP_MLP, STEP_TOWER
-from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.adapters.vllm import encoder_data_parallel, serving
 
 _ATTENTION = [(L + r"self_attn\.wq$", Role("q")), (L + r"self_attn\.o_proj$", Role("o"))]
 _REPLICATED = [L + r"self_attn\.(q_proj|k_proj|v_proj|inter_norm)$", L + r"moe\.gate$"]
@@ -45,10 +45,7 @@ class Step3Adapter(Adapter):
     def serving(self, config: dict) -> dict:
         if self.text_config is None:
             return serving(tool="step3", reasoning="step3", features=("arch:Step3TextForCausalLM",))
-        arch = "Step3VLForConditionalGeneration"
-        out = serving(tool="step3", reasoning="step3",
-                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}"))
-        return {**out, "mm_encoder_tp_mode": "data"}
+        return encoder_data_parallel("Step3VLForConditionalGeneration", tool="step3", reasoning="step3")
 
 
 def _step3(name: str, multimodal: bool) -> Step3Adapter:

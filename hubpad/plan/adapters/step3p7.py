@@ -35,7 +35,7 @@ import dataclasses
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters import layer_heads
 from hubpad.plan.adapters.base import COPY_MODULES, COPY_PARAMS, Adapter, L, Role, mtp_speculative
-from hubpad.plan.adapters.vllm import serving
+from hubpad.plan.adapters.vllm import encoder_data_parallel
 from hubpad.plan.heads import HeadShape
 
 _ATTENTION = {"q": Role("q"), "k": Role("kv"), "v": Role("kv"), "o": Role("o"), "g": Role("q", "g")}
@@ -165,10 +165,9 @@ class Step3p7Adapter(Adapter):
         too); the hub's remote-code config keeps attention_other_setting, which vLLM's Step3p5 classes read."""
         arch = (config.get("architectures") or ["Step3p7ForConditionalGeneration"])[0]
         spec = mtp_speculative(self.dims_config(config))
-        out = serving(tool="step3p5", reasoning="step3p5", spec=spec,
-                      features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}") + (
-                          ("spec:mtp", "spec:step3p5_mtp") if spec else ()))
-        return {**out, "mm_encoder_tp_mode": "data", "extra_args": ["--trust-remote-code"]}
+        out = encoder_data_parallel(arch, tool="step3p5", reasoning="step3p5", spec=spec,
+                                    features=("spec:mtp", "spec:step3p5_mtp") if spec else ())
+        return {**out, "extra_args": ["--trust-remote-code"]}
 
 
 STEP3P7 = Step3p7Adapter(
