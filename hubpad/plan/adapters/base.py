@@ -163,11 +163,10 @@ def inside_vlm(linear_patterns: list, copy_modules: list, copy_params: list, lay
                prefix: str = LANGUAGE_MODEL, tower: list = VISION_TOWER) -> dict:
     """A text family's Adapter fields for its language model nested in a vision-language checkpoint: its patterns
     moved under `prefix` (`under`: lm_head, mtp. and other top-level names stay), its dims read from text_config, the
-    vision tower's modules (and their parameters) copied byte for byte. For a tower vLLM replicates on every rank
-    (`--mm-encoder-tp-mode data`, vllm.encoder_data_parallel)."""
+    vision tower's modules copied byte for byte. For a tower vLLM replicates on every rank (`--mm-encoder-tp-mode
+    data`, vllm.encoder_data_parallel)."""
     return dict(linear_patterns=under(prefix, linear_patterns), copy_modules=under(prefix, copy_modules) + tower,
-                copy_params=under(prefix, copy_params) + [p + ".*$" for p in tower], text_config="text_config",
-                layers=under(prefix, [layers])[0])
+                copy_params=under(prefix, copy_params), text_config="text_config", layers=under(prefix, [layers])[0])
 
 
 def repeat_at_top(upstream: dict, config: dict, text_key: str) -> dict:

@@ -19,9 +19,8 @@ num_hidden_layers and is padded like the other layers.
 from __future__ import annotations
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, LANGUAGE_MODEL,
-                                       MTP_MODULES, ROUTERS, SHARED, VISION_TOWER, Adapter, L, Role, mtp_speculative,
-                                       one_shared_expert, under)
+from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, EXPERTS, MTP_MODULES, ROUTERS,
+                                       SHARED, Adapter, L, Role, inside_vlm, mtp_speculative, one_shared_expert)
 from hubpad.plan.adapters.vllm import encoder_data_parallel, serving
 from hubpad.plan.dims import MLP_TILE
 
@@ -82,9 +81,7 @@ GLM4_MOE = GlmMoeAdapter(
 
 GLM4V_MOE = Glm4vMoeAdapter(
     name="glm4v_moe", model_types=("glm4v_moe",),
-    **{k: under(LANGUAGE_MODEL, v) for k, v in _GLM.items()} | {
-        "copy_modules": under(LANGUAGE_MODEL, _GLM["copy_modules"]) + VISION_TOWER},
-    intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
-    per_head_norms=True, text_config="text_config", layers=under(LANGUAGE_MODEL, [L])[0],
+    **inside_vlm(**_GLM), intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
+    per_head_norms=True,
     vllm_reads={"use_qk_norm": "vLLM's Glm4Moe model reads from text_config without a default (it stops at load)"},
 )

@@ -11,8 +11,8 @@ reads transposed: gate_up_proj [E, hidden, 2 x I] (gate, then up, along the last
 
 from __future__ import annotations
 
-from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, LANGUAGE_MODEL, ROUTERS,
-                                       VISION_TOWER, Adapter, FusedExperts, L, under)
+from hubpad.plan.adapters.base import (ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, LANGUAGE_MODEL, ROUTERS, Adapter,
+                                       FusedExperts, L, inside_vlm, under)
 from hubpad.plan.adapters.vllm import encoder_data_parallel
 
 _LAYERS = under(LANGUAGE_MODEL, [L])[0]
@@ -27,15 +27,11 @@ class QwenVLAdapter(Adapter):
         return encoder_data_parallel((config.get("architectures") or [""])[0], tool="hermes", reasoning="qwen3")
 
 
-_COMMON = dict(copy_modules=under(LANGUAGE_MODEL, COPY_MODULES) + VISION_TOWER,
-               copy_params=under(LANGUAGE_MODEL, COPY_PARAMS), per_head_norms=True, text_config="text_config",
-               layers=_LAYERS)
-
 QWEN3_VL = QwenVLAdapter(
-    name="qwen3_vl", model_types=("qwen3_vl",), linear_patterns=under(LANGUAGE_MODEL, ATTENTION + DENSE_MLP),
-    intermediate_keys={"dense": ("intermediate_size",)}, **_COMMON)
+    name="qwen3_vl", model_types=("qwen3_vl",), intermediate_keys={"dense": ("intermediate_size",)},
+    per_head_norms=True, **inside_vlm(ATTENTION + DENSE_MLP, COPY_MODULES, COPY_PARAMS))
 
 QWEN3_VL_MOE = QwenVLAdapter(
-    name="qwen3_vl_moe", model_types=("qwen3_vl_moe",), linear_patterns=under(LANGUAGE_MODEL, ATTENTION + DENSE_MLP),
+    name="qwen3_vl_moe", model_types=("qwen3_vl_moe",), fused_experts=_EXPERTS, per_head_norms=True,
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
-    fused_experts=_EXPERTS, **{**_COMMON, "copy_modules": _COMMON["copy_modules"] + under(LANGUAGE_MODEL, ROUTERS)})
+    **inside_vlm(ATTENTION + DENSE_MLP, COPY_MODULES + ROUTERS, COPY_PARAMS))
