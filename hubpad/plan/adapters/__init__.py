@@ -37,7 +37,8 @@ from hubpad.plan.adapters.longcat import LONGCAT_FLASH
 from hubpad.plan.adapters.mimo import MIMO_V2
 from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3, MINIMAX_M3_TEXT
 from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL, mistral_format_refusal
-from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL, SHARDED_TOWER_REFUSALS
+from hubpad.plan.adapters.refusals import (LLAMA4_REFUSAL, NEMOTRON_OMNI_REFUSALS, QWEN2_VL_REFUSAL,
+                                           SHARDED_TOWER_REFUSALS)
 from hubpad.plan.adapters.registry_refusals import REGISTRY_REFUSALS
 from hubpad.plan.adapters.mixtral import MIXTRAL, PHIMOE
 from hubpad.plan.adapters.muse_glimmer import MUSE_GLIMMER, MUSE_GLIMMER_TEXT
@@ -68,7 +69,8 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
                            "mistral4": MISTRAL4_REFUSAL, "hy_v4_vl": HY_V4_VL_REFUSAL,
-                           "inkling_text": INKLING_TEXT_REFUSAL, **REGISTRY_REFUSALS, **SHARDED_TOWER_REFUSALS}
+                           "inkling_text": INKLING_TEXT_REFUSAL, **REGISTRY_REFUSALS, **SHARDED_TOWER_REFUSALS,
+                           **NEMOTRON_OMNI_REFUSALS}
 
 
 def adapter_for(config: dict) -> Adapter:
