@@ -23,7 +23,8 @@ SC = "model.decoder.self_conditioning."
 @pytest.mark.parametrize("tp, heads, kv, gkv, dense", [(3, 12, 6, 3, 384), (6, 12, 6, 3, 768)])
 def test_diffusion_gemma_pads_exactly(tmp_path, tp, heads, kv, gkv, dense):
     src, dst = tmp_path / "upstream", tmp_path / "padded"
-    diffusion_gemma_models.build(src, intermediate_size=40)  # 40 does not shard: the dense MLP and SC pad
+    diffusion_gemma_models.build(src, intermediate_size=40, num_hidden_layers=2,
+                                 layer_types=["sliding_attention", "full_attention"])  # 40 does not shard: MLP and SC pad
     mirror_and_verify(src, dst, tp)
     text = json.loads((dst / "config.json").read_text())["text_config"]
     assert "attention_k_eq_v" not in text  # as published
@@ -41,3 +42,12 @@ def test_diffusion_gemma_pads_exactly(tmp_path, tp, heads, kv, gkv, dense):
     before = diffusion_gemma_models.logits(src, prompt, canvas, sc)
     after = diffusion_gemma_models.logits(dst, prompt, canvas, sc)
     assert_same_logits(before, after, f"diffusion_gemma tp{tp}")
+
+
+def test_diffusion_gemma_card():
+    from hubpad.plan.adapters import adapter_for
+    from hubpad.plan.adapters.vllm import min_vllm
+    from tests.diffusion_gemma_real import DIFFUSION_GEMMA_26B
+
+    out = adapter_for(DIFFUSION_GEMMA_26B).serving(DIFFUSION_GEMMA_26B)
+    assert min_vllm(out["vllm_features"])["version"] == "0.24.0" and out["tool_call_parser"] is None

@@ -210,6 +210,10 @@ class DiffusionGemmaAdapter(Gemma4Adapter):
             out = {**out, "self_conditioning_size": self.dims_config(out)["intermediate_size"]}
         return out
 
+    def serving(self, config: dict) -> dict:
+        """Only the class: Gemma 4's parsers were not checked against DiffusionGemma's block-diffusion outputs."""
+        return serving(features=("arch:DiffusionGemmaForBlockDiffusion",))
+
 
 DIFFUSION_GEMMA = DiffusionGemmaAdapter(
     name="diffusion_gemma", model_types=("diffusion_gemma",),
