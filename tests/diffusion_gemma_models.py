@@ -13,7 +13,7 @@ import json
 import torch
 import transformers
 
-from tests.gemma4_models import MOE, TEXT, VISION, _legacy
+from tests.gemma4_models import MOE, TEXT, VISION, _legacy, randomize
 
 
 def build(path, moe: bool = True, seed: int = 0, **text_over) -> None:
@@ -26,14 +26,7 @@ def build(path, moe: bool = True, seed: int = 0, **text_over) -> None:
                                             image_token_id=250, boi_token_id=251, eoi_token_id=252, canvas_length=8)
     cfg.architectures = ["DiffusionGemmaForBlockDiffusion"]
     model = transformers.DiffusionGemmaForBlockDiffusion(cfg).to(torch.float64).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith(("router.scale", "per_expert_scale")):
-                p.normal_(1.0, 0.5)
-            elif "layer_scalar" in name:
-                p.fill_(0.9)
-            else:
-                p.normal_(0, 0.2)
+    randomize(model)
     model.save_pretrained(path)
     _legacy(path / "config.json", multimodal=True)
     cfg = json.loads((path / "config.json").read_text())  # as published: neither flag (both engines imply them)
