@@ -41,3 +41,20 @@ def test_family_is_not_served_by_this_cpu_build(tmp_path, family, build, heads):
     run = serving.run_vllm([serving.job(dst, 3, limit_mm_per_prompt={"image": 0, "video": 0})], tmp_path / "run-tp3")
     assert run.results and not run.results[0]["ok"]
     assert "No module named 'torchvision'" in run.log, run.log[-3000:]
+
+
+def test_vllm_reads_the_muse_glimmer_derivatives_config(tmp_path):
+    """What this build can check without the model class: vLLM reads the derivative's config.json through its own
+    MuseGlimmerTextConfig, which accepts padded heads that do not divide hidden_size (6 on 40 here; 48 on 6656 in the
+    30B), where transformers' strict class would refuse them."""
+    import subprocess
+
+    src, dst = tmp_path / "upstream", tmp_path / "tp3"
+    muse_glimmer_models.build(src)
+    assert cli("mirror", src, "--tp", 3, "--to", dst).exit_code == 0
+    code = ("import sys; from vllm.transformers_utils.config import get_config; c = get_config(sys.argv[1], False); "
+            "t = c.text_config; print(type(t).__module__, t.num_attention_heads, t.num_key_value_heads, t.hidden_size)")
+    out = subprocess.run([serving.vllm_python(), "-c", code, str(dst)], capture_output=True, text=True, timeout=300,
+                         env=serving.vllm_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-4:] == ["vllm.transformers_utils.configs.muse_glimmer", "6", "3", "40"], out.stdout
