@@ -1,4 +1,12 @@
-"""Llama and Mistral: dense decoders with the Llama tensor names."""
+"""Llama and Mistral: dense decoders with the Llama tensor names; and the families vLLM builds with its own
+LlamaForCausalLM (vllm/model_executor/models/registry.py): IQuest-Coder (`iquestcoder`, IQuestCoderForCausalLM) and
+TeleChat3 (`telechat3`, TeleChat3ForCausalLM), Llama's tensors and math under a label of their own.
+
+Their config classes cannot hold padded heads: transformers' IQuestCoderConfig rejects hidden_size % heads != 0, and
+TeleChat3's own Telechat3Config (its repo's configuration_telechat3.py, --trust-remote-code) head_dim !=
+hidden_size // heads. Their derivatives take a padded Llama's label (plan/relabel.py), which vLLM serves with the
+same Llama class.
+"""
 
 from __future__ import annotations
 
@@ -30,4 +38,17 @@ LLAMA = LlamaAdapter(
 MISTRAL = MistralAdapter(
     name="mistral", model_types=("mistral",), linear_patterns=ATTENTION + DENSE_MLP,
     copy_modules=COPY_MODULES, copy_params=COPY_PARAMS, intermediate_keys={"dense": ("intermediate_size",)},
+)
+
+
+IQUESTCODER = LlamaAdapter(
+    name="iquestcoder", model_types=("iquestcoder",), linear_patterns=ATTENTION + DENSE_MLP,
+    copy_modules=COPY_MODULES, copy_params=COPY_PARAMS,
+    intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True,
+)
+
+TELECHAT3 = LlamaAdapter(
+    name="telechat3", model_types=("telechat3",), linear_patterns=ATTENTION + DENSE_MLP,
+    copy_modules=COPY_MODULES, copy_params=COPY_PARAMS,
+    intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True,
 )
