@@ -10,7 +10,10 @@ mlx-community/Telechat3-36B-Thinking-4bit conversion copies it (hidden 6144, int
 of 128, vocab 131072, rope_scaling telechat3-yarn), its quantization key left out; upstage/solar-pro-preview-instruct
 (22B: 64 layers of Phi-3-medium's width, hidden 5120, intermediate 17920, 40 / 10 heads of 128, which give its 22.1B
 parameters) with the skip-connection lists and sliding_window its configuration_solar.py defaults to, and Phi-3's
-vocab of 32064 (not confirmed offline). The tensors are Llama's, in BF16.
+vocab of 32064 (not confirmed offline); LGAI-EXAONE/EXAONE-3.5-32B-Instruct (hidden 5120, intermediate 27392, 64 layers,
+40 / 8 heads, vocab 102400: the dims public model tables give it) in the key layout EXAONE-3.0-7.8B-Instruct's published
+config.json has (num_layers, activation_function, layer_norm_epsilon, no head_dim), its llama3 rope scaling as the 3.5
+cards state it. The tensors are Llama's (EXAONE's under its own names), in BF16.
 """
 
 from __future__ import annotations
@@ -50,6 +53,19 @@ SOLAR_PRO = {
     "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0, "sliding_window": 2047,
     "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 32064,
 }
+EXAONE_35_32B = {
+    "activation_function": "silu", "architectures": ["ExaoneForCausalLM"], "attention_dropout": 0.0,
+    "auto_map": {"AutoConfig": "configuration_exaone.ExaoneConfig",
+                 "AutoModelForCausalLM": "modeling_exaone.ExaoneForCausalLM",
+                 "AutoModelForSequenceClassification": "modeling_exaone.ExaoneForSequenceClassification"},
+    "bos_token_id": 1, "embed_dropout": 0.0, "eos_token_id": 361, "hidden_size": 5120, "initializer_range": 0.02,
+    "intermediate_size": 27392, "layer_norm_epsilon": 1e-05, "max_position_embeddings": 32768, "model_type": "exaone",
+    "num_attention_heads": 40, "num_key_value_heads": 8, "num_layers": 64, "pad_token_id": 0,
+    "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 1000000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_cache": True,
+    "vocab_size": 102400,
+}
 
 Tensors = list[tuple[str, str, tuple[int, ...]]]
 
@@ -71,11 +87,29 @@ def layout(cfg: dict) -> Tensors:
     return out
 
 
+def exaone_layout(cfg: dict) -> Tensors:
+    """EXAONE 3.x's BF16 tensors (GPT-2-style names) for the config above."""
+    h, v = cfg["hidden_size"], cfg["vocab_size"]
+    hd = cfg.get("head_dim") or h // cfg["num_attention_heads"]
+    q, kv, inter = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd, cfg["intermediate_size"]
+    out: Tensors = [("transformer.wte.weight", "BF16", (v, h))]
+    for i in range(cfg["num_layers"]):
+        p, a = f"transformer.h.{i}.", f"transformer.h.{i}.attn.attention."
+        out += [(p + "ln_1.weight", "BF16", (h,))]
+        out += _linear(a + "q_proj", q, h) + _linear(a + "k_proj", kv, h) + _linear(a + "v_proj", kv, h)
+        out += _linear(a + "out_proj", h, q) + [(p + "ln_2.weight", "BF16", (h,))]
+        out += _linear(p + "mlp.c_fc_0", inter, h) + _linear(p + "mlp.c_fc_1", inter, h)
+        out += _linear(p + "mlp.c_proj", h, inter)
+    out += [("transformer.ln_f.weight", "BF16", (h,))] + _linear("lm_head", v, h)
+    return out
+
+
 # name on the Hub -> (config, layout)
 MODELS = {
     "IQuestLab/IQuest-Coder-V1-40B-Instruct": (IQUEST_CODER_40B, layout),
     "Tele-AI/TeleChat3-36B": (TELECHAT3_36B, layout),
     "upstage/solar-pro-preview-instruct": (SOLAR_PRO, layout),
+    "LGAI-EXAONE/EXAONE-3.5-32B-Instruct": (EXAONE_35_32B, exaone_layout),
 }
 # name -> {tp: the config keys `hubpad plan` changes, with their padded values}
 PADDED = {
@@ -86,4 +120,7 @@ PADDED = {
     "upstage/solar-pro-preview-instruct": {
         3: dict(num_attention_heads=48, num_key_value_heads=12, intermediate_size=18048),
         6: dict(num_attention_heads=48, num_key_value_heads=12, intermediate_size=18432)},
+    "LGAI-EXAONE/EXAONE-3.5-32B-Instruct": {
+        3: dict(num_attention_heads=45, num_key_value_heads=9, intermediate_size=27648),
+        6: dict(num_attention_heads=60, num_key_value_heads=12, intermediate_size=27648)},
 }

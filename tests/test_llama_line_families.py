@@ -2,13 +2,15 @@
 vLLM builds with its LlamaForCausalLM under labels of their own, are padded as a Llama is and written under a padded
 Llama's label (MistralForCausalLM, plan/relabel.py) because their config classes reject the padded heads. Solar Pro
 (`solar`) is Llama's layers with skip connections that blend earlier layers' residual streams into later ones; it keeps
-its label (its repo's config class takes any head count) and the derivative writes head_dim.
+its label (its repo's config class takes any head count) and the derivative writes head_dim. EXAONE 3.x (`exaone`) is
+Llama under GPT-2-style names, padded under its own label and names.
 
 Each: a tiny Llama with random weights everywhere, saved under the family's label (model_type, architectures and the
 auto_map its repo ships), mirrored and verified at TP 3 and 6 with the CLI; its float64 logits against the original's
 (IQuest-Coder through transformers' IQuestCoderConfig, which maps to its LlamaForCausalLM; TeleChat3, which transformers
 lacks, in its Llama, the class vLLM builds for it; Solar, which transformers lacks, in a reference written after vLLM's solar.py over transformers'
-decoder layers). Then `hubpad plan` on header-only copies of the published layouts (tests/llama_line_real.py).
+decoder layers; EXAONE 3.x in transformers' own ExaoneConfig, which loads the published names into its Llama). Then
+`hubpad plan` on header-only copies of the published layouts (tests/llama_line_real.py).
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def test_published_layouts_plan(tmp_path, name):
         assert all(r["ok"] for r in plan["rank_table"] if r["required"])
         text = cli("plan", src, "--tp", tp).output
         relabelled = f"→ MistralForCausalLM (model_type {config['model_type']} → mistral)" in text
-        assert relabelled == (config["model_type"] != "solar"), text
+        assert relabelled == (config["model_type"] in ("iquestcoder", "telechat3")), text
 
 
 # Solar: 6 layers, so every skip list is exercised (saved at 1 and 2, blended in at 3, 4 and 5)
@@ -196,3 +198,60 @@ def test_telechat3_the_mistral_label_cannot_express_is_refused(tmp_path, dims):
         assert "MistralForCausalLM label that would hold" in result.output
         assert "cannot express attention_bias: True (q/k/v/o biases)" in result.output
     assert not (tmp_path / "out").exists()
+
+
+# EXAONE 3.x: hidden 192 with heads of 48, so the padded 6 heads divide it and transformers' ExaoneConfig (a
+# LlamaConfig: hidden % heads must be 0) loads the derivative too; the published names
+EXAONE_NAMES = {"model.embed_tokens.": "transformer.wte.", "model.norm.": "transformer.ln_f.", "model.layers.": "transformer.h.",
+                ".self_attn.o_proj.": ".attn.attention.out_proj.", ".self_attn.": ".attn.attention.",
+                ".input_layernorm.": ".ln_1.", ".post_attention_layernorm.": ".ln_2.", ".mlp.gate_proj.": ".mlp.c_fc_0.",
+                ".mlp.up_proj.": ".mlp.c_fc_1.", ".mlp.down_proj.": ".mlp.c_proj."}
+
+
+def _exaone(path):
+    """A tiny EXAONE 3.x in float64 with the published tensor names and config keys (num_layers,
+    activation_function, layer_norm_epsilon, no head_dim)."""
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(**{**TINY, "hidden_size": 192, "head_dim": 48})
+    model = transformers.LlamaForCausalLM(cfg).double()
+    state = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.normal_(0, 0.3)
+            for old, new in EXAONE_NAMES.items():
+                name = name.replace(old, new)
+            state[name] = p.detach().clone()
+    path.mkdir(parents=True)
+    save_file(state, path / "model.safetensors", metadata={"format": "pt"})
+    config = {"architectures": ["ExaoneForCausalLM"], "model_type": "exaone", "activation_function": "silu",
+              "hidden_size": 192, "intermediate_size": TINY["intermediate_size"], "layer_norm_epsilon": 1e-5,
+              "max_position_embeddings": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "num_layers": TINY["num_hidden_layers"], "rope_theta": 10000.0, "rope_scaling": None,
+              "tie_word_embeddings": False, "torch_dtype": "float64", "vocab_size": TINY["vocab_size"],
+              "auto_map": llama_line_real.EXAONE_35_32B["auto_map"]}
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_padded_exaone_gives_identical_logits(tmp_path, tp):
+    src, dst = tmp_path / "upstream", tmp_path / "padded"
+    _exaone(src)
+    mirror_and_verify(src, dst, tp)
+    new = json.loads((dst / "config.json").read_text())
+    assert (new["num_attention_heads"], new["num_key_value_heads"], new["head_dim"]) == (6, 3, 48)
+    assert (new["model_type"], new["num_layers"], new["auto_map"]) == ("exaone", 2, json.loads((src / "config.json")
+                                                                                                .read_text())["auto_map"])
+    ids = torch.randint(0, TINY["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(1))
+    logits = []
+    for path in (src, dst):
+        model, info = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float64, trust_remote_code=False,
+                                                                        output_loading_info=True)
+        assert type(model.config).__name__ == "ExaoneConfig" and not info["missing_keys"] and not info["unexpected_keys"]
+        with torch.no_grad():
+            logits.append(model.eval()(ids).logits)
+    a, b = logits
+    delta = (a - b).abs().max().item()
+    print(f"exaone tp={tp}: heads 6/3, intermediate {new['intermediate_size']}: max |Δ| = {delta}")
+    assert delta <= REL_TOL * a.abs().max().item()

@@ -66,6 +66,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "Dots3NoteForCausalLM": [("BF16", _with(mla_line_real.DOTS3_NOTE_CONFIG, mla_line_real.dots3_note_tensors)),
                              ("FP8", _with(mla_line_real.DOTS3_NOTE_FP8_CONFIG, mla_line_real.dots3_note_tensors))],
     "Ernie4_5_MoeForCausalLM": [(None, _gqa("baidu/ERNIE-4.5-300B-A47B-PT"))],
+    "ExaoneForCausalLM": [(None, lambda: _llama_line("LGAI-EXAONE/EXAONE-3.5-32B-Instruct"))],
     "Exaone4ForCausalLM": [(None, _gqa("LGAI-EXAONE/EXAONE-4.0-32B"))],
     "ExaoneMoeForCausalLM": [(None, _gqa("LGAI-EXAONE/K-EXAONE-236B-A23B"))],
     "Gemma2ForCausalLM": [(None, _registry("google/gemma-2-27b-it"))],

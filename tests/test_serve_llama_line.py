@@ -1,4 +1,4 @@
-"""IQuest-Coder, TeleChat3 and Solar Pro in vLLM's CPU build (0.32): their derivatives serve at TP 3 with the
+"""IQuest-Coder, TeleChat3, Solar Pro and EXAONE 3.x in vLLM's CPU build (0.32): their derivatives serve at TP 3 with the
 original's greedy tokens; IQuest-Coder's and TeleChat3's labelled MistralForCausalLM (plan/relabel.py).
 
 vLLM's registry builds IQuestCoderForCausalLM and TeleChat3ForCausalLM with its LlamaForCausalLM. Their own config
@@ -9,7 +9,9 @@ for any config class (vllm/transformers_utils/config.py), the derivative's Mistr
 
 Solar's config class is its repo's configuration_solar.py (--trust-remote-code): the fixture ships one that, like the
 published class, keeps every key config.json gives it and checks no head count. Its 4 layers keep the stream at layers 1
-and 2 and blend both in at layer 3, as vLLM's SolarModel does with bskcn_tv[1].
+and 2 and blend both in at layer 3, as vLLM's SolarModel does with bskcn_tv[1]. EXAONE 3.x likewise loads through its
+repo's configuration_exaone.py; the fixture's keeps every key and maps num_hidden_layers to num_layers as the published
+class does, and the checkpoint has the published GPT-2-style names.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import transformers  # noqa: E402
 
 from tests import serve_models  # noqa: E402
 from tests.helpers import cli  # noqa: E402
+from tests.test_llama_line_families import EXAONE_NAMES  # noqa: E402
 from tests.tiny_moe import randomize  # noqa: E402
 
 pytestmark = pytest.mark.serve
@@ -59,10 +62,11 @@ def originals(tmp_path_factory):
         _relabel(as_llama, architectures=[arch], **EXTRA.get(family, {}))
         upstreams[family] = src
         served.append(serving.job(as_llama, 1))
-    upstreams["solar"] = _solar_upstream(root / "solar" / "upstream")
-    served.append(serving.job(upstreams["solar"], 1, trust_remote_code=True))
+    for family, build in (("solar", _solar_upstream), ("exaone", _exaone_upstream)):
+        upstreams[family] = build(root / family / "upstream")
+        served.append(serving.job(upstreams[family], 1, trust_remote_code=True))
     run = serving.run_vllm(served, root / "run-originals")
-    return {family: (upstreams[family], run.ok(i)) for i, family in enumerate([*sorted(ARCH), "solar"])}
+    return {family: (upstreams[family], run.ok(i)) for i, family in enumerate([*sorted(ARCH), "solar", "exaone"])}
 
 
 @pytest.mark.parametrize("family", sorted(ARCH))
@@ -118,3 +122,50 @@ def test_solar_derivative_serves_the_originals_outputs(originals, tmp_path):
     run = serving.run_vllm([serving.job(dst, 3, trust_remote_code=True, **serving.card_engine_args(dst))],
                            tmp_path / "run", plugins=serving.install_plugin(dst, tmp_path / "plugin"))
     serving.assert_same_outputs(original, run.ok(0), "solar TP=1 vs derivative TP=3")
+
+
+EXAONE_CONFIG_CODE = '''from transformers import PretrainedConfig
+
+
+class ExaoneConfig(PretrainedConfig):
+    model_type = "exaone"
+    attribute_map = {"num_hidden_layers": "num_layers"}
+'''
+
+
+def _exaone_upstream(path):
+    """The tiny serving Llama in BF16 under EXAONE 3.x's published names and config keys, with configuration_exaone.py."""
+    from safetensors.torch import load_file, save_file
+
+    serve_models.build("llama", path)
+    weights = path / "model.safetensors"
+    renamed = {}
+    for name, tensor in load_file(weights).items():
+        for old, new in EXAONE_NAMES.items():
+            name = name.replace(old, new)
+        renamed[name] = tensor
+    save_file(renamed, weights, metadata={"format": "pt"})
+    (path / "configuration_exaone.py").write_text(EXAONE_CONFIG_CODE)
+    config = json.loads((path / "config.json").read_text())
+    keep = ("hidden_size", "intermediate_size", "max_position_embeddings", "num_attention_heads", "num_key_value_heads",
+            "tie_word_embeddings", "vocab_size", "bos_token_id", "eos_token_id", "pad_token_id")
+    config = {k: config[k] for k in keep if k in config}
+    config.update(architectures=["ExaoneForCausalLM"], model_type="exaone", activation_function="silu",
+                  layer_norm_epsilon=serve_models.COMMON["rms_norm_eps"], num_layers=serve_models.COMMON["num_hidden_layers"],
+                  rope_theta=10000.0, rope_scaling=None, torch_dtype="bfloat16",
+                  auto_map={"AutoConfig": "configuration_exaone.ExaoneConfig"})
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+    return path
+
+
+def test_exaone_derivative_serves_the_originals_outputs(originals, tmp_path):
+    src, original = originals["exaone"]
+    dst = tmp_path / "tp3"
+    result = cli("mirror", src, "--tp", 3, "--to", dst)
+    assert result.exit_code == 0, result.output
+    config = json.loads((dst / "config.json").read_text())
+    assert (config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]) == (6, 3, 32)
+    assert config["model_type"] == "exaone" and "--trust-remote-code" in serving.card_serve_command(dst)
+    run = serving.run_vllm([serving.job(dst, 3, trust_remote_code=True, **serving.card_engine_args(dst))],
+                           tmp_path / "run", plugins=serving.install_plugin(dst, tmp_path / "plugin"))
+    serving.assert_same_outputs(original, run.ok(0), "exaone TP=1 vs derivative TP=3")
