@@ -87,21 +87,23 @@ def layout(cfg: dict) -> Tensors:
     return out
 
 
+# Llama's names -> EXAONE 3.x's (transformers' conversion_mapping for exaone, reversed)
+EXAONE_NAMES = {"model.embed_tokens.": "transformer.wte.", "model.norm.": "transformer.ln_f.",
+                "model.layers.": "transformer.h.", ".self_attn.o_proj.": ".attn.attention.out_proj.",
+                ".self_attn.": ".attn.attention.", ".input_layernorm.": ".ln_1.", ".post_attention_layernorm.": ".ln_2.",
+                ".mlp.gate_proj.": ".mlp.c_fc_0.", ".mlp.up_proj.": ".mlp.c_fc_1.", ".mlp.down_proj.": ".mlp.c_proj."}
+
+
+def exaone_name(name: str) -> str:
+    """A Llama tensor's name in EXAONE 3.x's checkpoints."""
+    for old, new in EXAONE_NAMES.items():
+        name = name.replace(old, new)
+    return name
+
+
 def exaone_layout(cfg: dict) -> Tensors:
-    """EXAONE 3.x's BF16 tensors (GPT-2-style names) for the config above."""
-    h, v = cfg["hidden_size"], cfg["vocab_size"]
-    hd = cfg.get("head_dim") or h // cfg["num_attention_heads"]
-    q, kv, inter = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd, cfg["intermediate_size"]
-    out: Tensors = [("transformer.wte.weight", "BF16", (v, h))]
-    for i in range(cfg["num_layers"]):
-        p, a = f"transformer.h.{i}.", f"transformer.h.{i}.attn.attention."
-        out += [(p + "ln_1.weight", "BF16", (h,))]
-        out += _linear(a + "q_proj", q, h) + _linear(a + "k_proj", kv, h) + _linear(a + "v_proj", kv, h)
-        out += _linear(a + "out_proj", h, q) + [(p + "ln_2.weight", "BF16", (h,))]
-        out += _linear(p + "mlp.c_fc_0", inter, h) + _linear(p + "mlp.c_fc_1", inter, h)
-        out += _linear(p + "mlp.c_proj", h, inter)
-    out += [("transformer.ln_f.weight", "BF16", (h,))] + _linear("lm_head", v, h)
-    return out
+    """EXAONE 3.x's BF16 tensors: Llama's under EXAONE's names (its layer count is num_layers)."""
+    return [(exaone_name(n), dtype, shape) for n, dtype, shape in layout({**cfg, "num_hidden_layers": cfg["num_layers"]})]
 
 
 # name on the Hub -> (config, layout)

@@ -7,10 +7,11 @@ Llama under GPT-2-style names, padded under its own label and names.
 
 Each: a tiny Llama with random weights everywhere, saved under the family's label (model_type, architectures and the
 auto_map its repo ships), mirrored and verified at TP 3 and 6 with the CLI; its float64 logits against the original's
-(IQuest-Coder through transformers' IQuestCoderConfig, which maps to its LlamaForCausalLM; TeleChat3, which transformers
-lacks, in its Llama, the class vLLM builds for it; Solar, which transformers lacks, in a reference written after vLLM's solar.py over transformers'
-decoder layers; EXAONE 3.x in transformers' own ExaoneConfig, which loads the published names into its Llama). Then
-`hubpad plan` on header-only copies of the published layouts (tests/llama_line_real.py).
+(IQuest-Coder through transformers' IQuestCoderConfig, which maps to its LlamaForCausalLM; TeleChat3, which
+transformers lacks, in its Llama, the class vLLM builds for it; Solar, which transformers lacks, in a reference written
+after vLLM's solar.py over transformers' decoder layers; EXAONE 3.x in transformers' own ExaoneConfig, which loads the
+published names into its Llama). Then `hubpad plan` on header-only copies of the published layouts
+(tests/llama_line_real.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ transformers = pytest.importorskip("transformers")
 
 from hubpad.testing import write_checkpoint  # noqa: E402
 from tests import llama_line_real  # noqa: E402
-from tests.helpers import cli, mirror_and_verify  # noqa: E402
+from tests.helpers import cli, mirror_and_verify, planned_dims  # noqa: E402
 
 REL_TOL = 1e-12
 # 4 heads / 2 kv heads of 32 (head_dim = hidden // heads, as TeleChat3's config requires): 6 / 3 at TP 3 and 6, and
@@ -39,16 +40,26 @@ LABELS = {
 }
 
 
-def _tiny(path, family: str):
-    """The tiny Llama, saved in float64 under the family's label."""
+def _random_llama(**overrides):
+    """The tiny Llama in float64 (TINY with `overrides`), every parameter random, norms included."""
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).double()
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**{**TINY, **overrides})).double()
     with torch.no_grad():
         for _, p in model.named_parameters():
             p.normal_(0, 0.3)
+    return model
+
+
+def _save_labelled(model, path, keys: dict, drop: tuple[str, ...] = ()) -> None:
+    """Save `model`, then write `keys` into its config.json (and take out `drop`)."""
     model.save_pretrained(path)
-    config = json.loads((path / "config.json").read_text())
-    (path / "config.json").write_text(json.dumps({**config, **LABELS[family]}, indent=2))
+    config = {k: v for k, v in json.loads((path / "config.json").read_text()).items() if k not in drop}
+    (path / "config.json").write_text(json.dumps({**config, **keys}, indent=2))
+
+
+def _tiny(path, family: str):
+    """The tiny Llama, saved in float64 under the family's label."""
+    _save_labelled(_random_llama(), path, LABELS[family])
 
 
 def _original(path, family: str):
@@ -93,12 +104,7 @@ def test_published_layouts_plan(tmp_path, name):
     config, tensors = llama_line_real.MODELS[name]
     src = write_checkpoint(tmp_path / "src", config, tensors(config), n_shards=4, header_only=True)
     for tp, expected in llama_line_real.PADDED[name].items():
-        result = cli("plan", src, "--tp", tp, "--json")
-        assert result.exit_code == 0, result.output
-        plan = json.loads(result.output)
-        dims = {d["config_key"]: d["after"] for d in plan["dims"] if d["after"] != d["before"]}
-        assert dims == expected, (tp, dims)
-        assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+        assert planned_dims(src, tp) == expected, tp
         text = cli("plan", src, "--tp", tp).output
         relabelled = f"→ MistralForCausalLM (model_type {config['model_type']} → mistral)" in text
         assert relabelled == (config["model_type"] in ("iquestcoder", "telechat3")), text
@@ -110,16 +116,8 @@ SOLAR_SKIPS = dict(bskcn_1=[1, 3], bskcn_2=[2], bskcn_3=[3, 5], bskcn_4=[4], bsk
 
 def _solar(path):
     """A tiny Solar: Llama's tensors under the solar label, with skip lists and no head_dim (as published)."""
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**{**TINY, "num_hidden_layers": 6})).double()
-    with torch.no_grad():
-        for _, p in model.named_parameters():
-            p.normal_(0, 0.3)
-    model.save_pretrained(path)
-    config = json.loads((path / "config.json").read_text())
-    config.pop("head_dim")
-    (path / "config.json").write_text(json.dumps({**config, **SOLAR_SKIPS, "model_type": "solar",
-                                                  "architectures": ["SolarForCausalLM"]}, indent=2))
+    _save_labelled(_random_llama(num_hidden_layers=6), path,
+                   {**SOLAR_SKIPS, "model_type": "solar", "architectures": ["SolarForCausalLM"]}, drop=("head_dim",))
 
 
 def _solar_logits(path, ids):
@@ -130,9 +128,9 @@ def _solar_logits(path, ids):
     config = json.loads((path / "config.json").read_text())
     keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
             "num_key_value_heads", "rms_norm_eps", "max_position_embeddings")
+    head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
     cfg = transformers.MistralConfig(**{k: config[k] for k in keys}, sliding_window=None, attn_implementation="eager",
-                                     rope_parameters=config.get("rope_parameters"),
-                                     head_dim=config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
+                                     rope_parameters=config.get("rope_parameters"), head_dim=head_dim)
     model = transformers.MistralForCausalLM.from_pretrained(path, config=cfg, dtype=torch.float64).eval()
     tv, kept = config["bskcn_tv"][1], {}
     n = ids.shape[1]
@@ -201,11 +199,7 @@ def test_telechat3_the_mistral_label_cannot_express_is_refused(tmp_path, dims):
 
 
 # EXAONE 3.x: hidden 192 with heads of 48, so the padded 6 heads divide it and transformers' ExaoneConfig (a
-# LlamaConfig: hidden % heads must be 0) loads the derivative too; the published names
-EXAONE_NAMES = {"model.embed_tokens.": "transformer.wte.", "model.norm.": "transformer.ln_f.", "model.layers.": "transformer.h.",
-                ".self_attn.o_proj.": ".attn.attention.out_proj.", ".self_attn.": ".attn.attention.",
-                ".input_layernorm.": ".ln_1.", ".post_attention_layernorm.": ".ln_2.", ".mlp.gate_proj.": ".mlp.c_fc_0.",
-                ".mlp.up_proj.": ".mlp.c_fc_1.", ".mlp.down_proj.": ".mlp.c_proj."}
+# LlamaConfig: hidden % heads must be 0) loads the derivative too
 
 
 def _exaone(path):
@@ -213,16 +207,8 @@ def _exaone(path):
     activation_function, layer_norm_epsilon, no head_dim)."""
     from safetensors.torch import save_file
 
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(**{**TINY, "hidden_size": 192, "head_dim": 48})
-    model = transformers.LlamaForCausalLM(cfg).double()
-    state = {}
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.normal_(0, 0.3)
-            for old, new in EXAONE_NAMES.items():
-                name = name.replace(old, new)
-            state[name] = p.detach().clone()
+    state = {llama_line_real.exaone_name(n): p.detach().clone()
+             for n, p in _random_llama(hidden_size=192, head_dim=48).named_parameters()}
     path.mkdir(parents=True)
     save_file(state, path / "model.safetensors", metadata={"format": "pt"})
     config = {"architectures": ["ExaoneForCausalLM"], "model_type": "exaone", "activation_function": "silu",

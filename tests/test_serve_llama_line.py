@@ -31,7 +31,7 @@ import transformers  # noqa: E402
 
 from tests import serve_models  # noqa: E402
 from tests.helpers import cli  # noqa: E402
-from tests.test_llama_line_families import EXAONE_NAMES  # noqa: E402
+from tests.llama_line_real import exaone_name  # noqa: E402
 from tests.tiny_moe import randomize  # noqa: E402
 
 pytestmark = pytest.mark.serve
@@ -62,25 +62,11 @@ def originals(tmp_path_factory):
         _relabel(as_llama, architectures=[arch], **EXTRA.get(family, {}))
         upstreams[family] = src
         served.append(serving.job(as_llama, 1))
-    for family, build in (("solar", _solar_upstream), ("exaone", _exaone_upstream)):
+    for family, build in zip(REMOTE_CONFIG, (_solar_upstream, _exaone_upstream)):
         upstreams[family] = build(root / family / "upstream")
         served.append(serving.job(upstreams[family], 1, trust_remote_code=True))
     run = serving.run_vllm(served, root / "run-originals")
-    return {family: (upstreams[family], run.ok(i)) for i, family in enumerate([*sorted(ARCH), "solar", "exaone"])}
-
-
-@pytest.mark.parametrize("family", sorted(ARCH))
-def test_llama_class_family_derivative_serves_the_originals_outputs(originals, tmp_path, family):
-    src, original = originals[family]
-    dst = tmp_path / "tp3"
-    result = cli("mirror", src, "--tp", 3, "--to", dst)
-    assert result.exit_code == 0, result.output
-    config = json.loads((dst / "config.json").read_text())
-    assert (config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]) == (6, 3, 32)
-    assert (config["model_type"], config["architectures"]) == ("mistral", ["MistralForCausalLM"])
-    run = serving.run_vllm([serving.job(dst, 3, **serving.card_engine_args(dst))], tmp_path / "run",
-                           plugins=serving.install_plugin(dst, tmp_path / "plugin"))
-    serving.assert_same_outputs(original, run.ok(0), f"{family} TP=1 vs derivative TP=3")
+    return {family: (upstreams[family], run.ok(i)) for i, family in enumerate([*sorted(ARCH), *REMOTE_CONFIG])}
 
 
 SOLAR_CONFIG_CODE = '''from transformers import PretrainedConfig
@@ -110,20 +96,6 @@ def _solar_upstream(path):
     return path
 
 
-def test_solar_derivative_serves_the_originals_outputs(originals, tmp_path):
-    src, original = originals["solar"]
-    dst = tmp_path / "tp3"
-    result = cli("mirror", src, "--tp", 3, "--to", dst)
-    assert result.exit_code == 0, result.output
-    config = json.loads((dst / "config.json").read_text())
-    assert (config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]) == (6, 3, 32)
-    assert config["model_type"] == "solar" and (dst / "configuration_solar.py").is_file()
-    assert "--trust-remote-code" in serving.card_serve_command(dst)
-    run = serving.run_vllm([serving.job(dst, 3, trust_remote_code=True, **serving.card_engine_args(dst))],
-                           tmp_path / "run", plugins=serving.install_plugin(dst, tmp_path / "plugin"))
-    serving.assert_same_outputs(original, run.ok(0), "solar TP=1 vs derivative TP=3")
-
-
 EXAONE_CONFIG_CODE = '''from transformers import PretrainedConfig
 
 
@@ -139,33 +111,41 @@ def _exaone_upstream(path):
 
     serve_models.build("llama", path)
     weights = path / "model.safetensors"
-    renamed = {}
-    for name, tensor in load_file(weights).items():
-        for old, new in EXAONE_NAMES.items():
-            name = name.replace(old, new)
-        renamed[name] = tensor
-    save_file(renamed, weights, metadata={"format": "pt"})
+    save_file({exaone_name(n): t for n, t in load_file(weights).items()}, weights, metadata={"format": "pt"})
     (path / "configuration_exaone.py").write_text(EXAONE_CONFIG_CODE)
     config = json.loads((path / "config.json").read_text())
     keep = ("hidden_size", "intermediate_size", "max_position_embeddings", "num_attention_heads", "num_key_value_heads",
             "tie_word_embeddings", "vocab_size", "bos_token_id", "eos_token_id", "pad_token_id")
     config = {k: config[k] for k in keep if k in config}
+    common = serve_models.COMMON
     config.update(architectures=["ExaoneForCausalLM"], model_type="exaone", activation_function="silu",
-                  layer_norm_epsilon=serve_models.COMMON["rms_norm_eps"], num_layers=serve_models.COMMON["num_hidden_layers"],
+                  layer_norm_epsilon=common["rms_norm_eps"], num_layers=common["num_hidden_layers"],
                   rope_theta=10000.0, rope_scaling=None, torch_dtype="bfloat16",
                   auto_map={"AutoConfig": "configuration_exaone.ExaoneConfig"})
     (path / "config.json").write_text(json.dumps(config, indent=2))
     return path
 
 
-def test_exaone_derivative_serves_the_originals_outputs(originals, tmp_path):
-    src, original = originals["exaone"]
+# the families that keep their labels and their repos' config classes (--trust-remote-code, as the upstream)
+REMOTE_CONFIG = {"solar": "configuration_solar.py", "exaone": "configuration_exaone.py"}
+
+
+@pytest.mark.parametrize("family", [*sorted(ARCH), *REMOTE_CONFIG])
+def test_derivative_serves_the_originals_outputs(originals, tmp_path, family):
+    """IQuest-Coder and TeleChat3 written as MistralForCausalLM; Solar and EXAONE under their own labels."""
+    src, original = originals[family]
     dst = tmp_path / "tp3"
     result = cli("mirror", src, "--tp", 3, "--to", dst)
     assert result.exit_code == 0, result.output
     config = json.loads((dst / "config.json").read_text())
     assert (config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]) == (6, 3, 32)
-    assert config["model_type"] == "exaone" and "--trust-remote-code" in serving.card_serve_command(dst)
-    run = serving.run_vllm([serving.job(dst, 3, trust_remote_code=True, **serving.card_engine_args(dst))],
-                           tmp_path / "run", plugins=serving.install_plugin(dst, tmp_path / "plugin"))
-    serving.assert_same_outputs(original, run.ok(0), "exaone TP=1 vs derivative TP=3")
+    remote = REMOTE_CONFIG.get(family)
+    if remote:
+        assert config["model_type"] == family and (dst / remote).is_file()
+        assert "--trust-remote-code" in serving.card_serve_command(dst)
+    else:
+        assert (config["model_type"], config["architectures"]) == ("mistral", ["MistralForCausalLM"])
+    engine = {"trust_remote_code": True} if remote else {}
+    run = serving.run_vllm([serving.job(dst, 3, **engine, **serving.card_engine_args(dst))], tmp_path / "run",
+                           plugins=serving.install_plugin(dst, tmp_path / "plugin"))
+    serving.assert_same_outputs(original, run.ok(0), f"{family} TP=1 vs derivative TP=3")

@@ -10,6 +10,8 @@ same Llama class.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hubpad.plan.adapters.base import ATTENTION, COPY_MODULES, COPY_PARAMS, DENSE_MLP, Adapter
 from hubpad.plan.adapters.vllm import serving
 
@@ -41,14 +43,6 @@ MISTRAL = MistralAdapter(
 )
 
 
-IQUESTCODER = LlamaAdapter(
-    name="iquestcoder", model_types=("iquestcoder",), linear_patterns=ATTENTION + DENSE_MLP,
-    copy_modules=COPY_MODULES, copy_params=COPY_PARAMS,
-    intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True,
-)
-
-TELECHAT3 = LlamaAdapter(
-    name="telechat3", model_types=("telechat3",), linear_patterns=ATTENTION + DENSE_MLP,
-    copy_modules=COPY_MODULES, copy_params=COPY_PARAMS,
-    intermediate_keys={"dense": ("intermediate_size",)}, hidden_must_divide_by_heads=True,
-)
+# Llama's patterns and rules under their own model_types (plan/relabel.py gives them the padded Llama's label)
+IQUESTCODER = dataclasses.replace(LLAMA, name="iquestcoder", model_types=("iquestcoder",))
+TELECHAT3 = dataclasses.replace(LLAMA, name="telechat3", model_types=("telechat3",))
