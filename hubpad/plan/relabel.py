@@ -115,17 +115,20 @@ def choose_heads_and_label(heads: int, kv: int, hs, tp: int, aligns, hidden: int
 
 
 def _record(adapter_name: str, twin: Twin, config: dict, hidden: int, heads: int) -> dict:
+    dropped = [k for k in twin.drop_keys if k in config]
     return {
         "from": {"model_type": config.get("model_type"), "architectures": list(config.get("architectures") or [])},
         "to": {"model_type": twin.model_type,
                "architectures": list(twin.architectures or config.get("architectures") or [])},
         "set_keys": dict(twin.set_keys),
-        "drop_keys": [k for k in twin.drop_keys if k in config],
+        "drop_keys": dropped,
         "why": (f"the {adapter_name} config class rejects head_dim != hidden_size {hidden} // {heads} attention heads"
                 if twin.head_dim_from_hidden else
                 f"transformers' {adapter_name} config rejects hidden_size {hidden} % {heads} attention heads != 0 "
                 f"even with an explicit head_dim") + f"; {_label(twin, config)} accepts it and computes the same "
-                                                     f"function",
+                                                     f"function" + (f"; the upstream's {', '.join(dropped)} is left out "
+                                                                    f"(--trust-remote-code would load the family's own "
+                                                                    f"config class from it)" if dropped else ""),
         "vllm": twin.vllm,
     }
 
