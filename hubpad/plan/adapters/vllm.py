@@ -298,6 +298,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "encoder-dp:Step3VLForConditionalGeneration": ("0.10.2", "a data-parallel vision encoder for Step-3"),
     "tool:step3": ("0.10.1", "tool-call parser step3"),
     "reasoning:step3": ("0.10.1", "reasoning parser step3"),
+    # MuseGlimmerForCausalLM (muse_glimmer and muse_glimmer_text): the registry survey's first release (docs/families.md)
+    "arch:MuseGlimmerForCausalLM": ("0.28.0", "MuseGlimmerForCausalLM"),
+    # DiffusionGemmaForBlockDiffusion (google/diffusiongemma-26B-A4B-it): the registry survey's first release
+    "arch:DiffusionGemmaForBlockDiffusion": ("0.24.0", "DiffusionGemmaForBlockDiffusion"),
 }
 
 
