@@ -16,7 +16,7 @@ transformers = pytest.importorskip("transformers")
 
 from hubpad.testing import write_checkpoint  # noqa: E402
 from tests import registry_real  # noqa: E402
-from tests.helpers import cli, folder_tensors, mirror_and_verify  # noqa: E402
+from tests.helpers import cli, folder_tensors, mirror_and_verify, planned_dims  # noqa: E402
 
 REL_TOL = 1e-12
 COMMON = dict(vocab_size=160, num_hidden_layers=2, max_position_embeddings=64)
@@ -127,12 +127,7 @@ def test_published_layouts_plan(tmp_path, name):
     config, tensors = registry_real.MODELS[name]
     src = write_checkpoint(tmp_path / "src", config, tensors(config), n_shards=4, header_only=True)
     for tp, expected in registry_real.PADDED[name].items():
-        result = cli("plan", src, "--tp", tp, "--json")
-        assert result.exit_code == 0, result.output
-        plan = json.loads(result.output)
-        dims = {d["config_key"]: d["after"] for d in plan["dims"] if d["after"] != d["before"]}
-        assert dims == expected, (tp, dims)
-        assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+        assert planned_dims(src, tp) == expected, tp
 
 
 @pytest.mark.parametrize("model_type,reason", [
