@@ -132,3 +132,29 @@ def hf_from_chat(chat_path, path):
     save_file(from_chat(tensors), path / "model.safetensors", metadata={"format": "pt"})
     (path / "config.json").write_text(json.dumps(cfg))
     return path
+
+
+# InternVL-Chat's config.json names its own config class (auto_map; vLLM loads it with --trust-remote-code). A minimal
+# stand-in with the published class's attributes: the language model's config built from `llm_config` by its
+# model_type, the tower's kept as a plain config.
+REMOTE_CONFIG = '''from transformers import AutoConfig, PretrainedConfig
+
+
+class InternVLChatConfig(PretrainedConfig):
+    model_type = "internvl_chat"
+    is_composition = True
+
+    def __init__(self, vision_config=None, llm_config=None, **kwargs):
+        super().__init__(**kwargs)
+        self.vision_config = PretrainedConfig(**(vision_config or {}))
+        llm = dict(llm_config or {"model_type": "qwen2"})
+        self.llm_config = AutoConfig.for_model(llm.pop("model_type"), **llm)
+'''
+
+
+def add_remote_config(path) -> None:
+    """The stand-in config class and its auto_map entry, so vLLM's --trust-remote-code can read config.json."""
+    (path / "configuration_internvl_chat.py").write_text(REMOTE_CONFIG)
+    config = json.loads((path / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "configuration_internvl_chat.InternVLChatConfig"}
+    (path / "config.json").write_text(json.dumps(config, indent=2))

@@ -136,3 +136,33 @@ MODELS = {
     "Skywork/Skywork-R1V-38B": (SKYWORK_R1V_38B, chat_tensors),
     "internlm/Intern-S1": (INTERN_S1, hf_tensors),
 }
+
+
+# internlm/Intern-S2-Preview (35B): NOT read offline either. A quantized copy's card (saintlits/Intern-S2-Preview-oQ4-mtp)
+# states the Qwen3.5-MoE backbone's values: hidden 2048, 40 layers (3 GDN : 1 full), 16 / 2 heads of 256, 256
+# experts top-8, one MTP layer, vocab 251392, partial rotary 0.25, mrope 11/11/10; a vision encoder of 17 layers,
+# width 768, 8 heads. Reconstructed from Qwen3.5-35B-A3B (whose backbone it states): 16 key / 32 value GDN heads of
+# 128, expert and shared width 512; the vision MLP width (3072) and every other key from tests/qwen35_real.py's
+# Qwen3.5 file. The time-series tensors (511 on that card) are left out: their names and shapes are unknown.
+def _interns2_preview() -> dict:
+    from tests.qwen35_real import QWEN35_397B_CONFIG, layer_types
+
+    base = QWEN35_397B_CONFIG
+    return {**base, "architectures": ["InternS2PreviewForConditionalGeneration"], "model_type": "interns2_preview",
+            "text_config": {**base["text_config"], "hidden_size": 2048, "num_hidden_layers": 40,
+                            "layer_types": layer_types(40), "num_attention_heads": 16, "num_key_value_heads": 2,
+                            "linear_num_key_heads": 16, "linear_num_value_heads": 32, "num_experts": 256,
+                            "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+                            "shared_expert_intermediate_size": 512, "vocab_size": 251392},
+            "vision_config": {**base["vision_config"], "depth": 17, "hidden_size": 768, "num_heads": 8,
+                              "intermediate_size": 3072, "out_hidden_size": 2048}}
+
+
+def _interns2_tensors(cfg: dict) -> Tensors:
+    from tests.qwen35_real import qwen35_tensors
+
+    return qwen35_tensors(cfg)
+
+
+INTERNS2_PREVIEW = _interns2_preview()
+MODELS["internlm/Intern-S2-Preview"] = (INTERNS2_PREVIEW, _interns2_tensors)

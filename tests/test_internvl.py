@@ -115,3 +115,40 @@ def test_internvl_chat_refuses_an_internlm2_language_model(tmp_path):
         assert result.exit_code != 0
         lines = [line for line in result.output.splitlines() if line.startswith("error:")]
         assert len(lines) == 1 and "llm_config" in lines[0] and "InternLM2" in lines[0], result.output
+
+
+@pytest.mark.parametrize("tp", [3, 6])
+def test_interns2_preview_pads_as_qwen35_moe_and_copies_its_time_series_encoder(tmp_path, tp):
+    """Intern-S2-Preview: a tiny Qwen3.5-MoE (tests/gdn_models.py) labelled `interns2_preview`, with a time-series
+    tensor beside it; the proof runs transformers' Qwen3.5-MoE on both (the label put back, the extra tensor left
+    out)."""
+    from safetensors.torch import save_file
+
+    from tests import gdn_models
+    from tests.test_gdn import _logits as gdn_logits
+
+    src = gdn_models.build("qwen3_5_moe", tmp_path / "upstream")
+    tensors = load_file(src / "model.safetensors")
+    series = torch.arange(24, dtype=torch.bfloat16).reshape(4, 6)
+    save_file({**tensors, "model.time_series.proj.weight": series}, src / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((src / "config.json").read_text())
+    (src / "config.json").write_text(json.dumps({**config, "model_type": "interns2_preview",
+                                                 "architectures": ["InternS2PreviewForConditionalGeneration"]}))
+    dst = tmp_path / "padded"
+    _mirror(src, dst, tp)
+    after = folder_tensors(dst)
+    assert torch.equal(after["model.time_series.proj.weight"], series)
+    assert json.loads((dst / "config.json").read_text())["text_config"]["num_attention_heads"] == 6
+    assert "--mm-encoder-tp-mode data" in _card(dst)
+
+    for path in (src, dst):  # back to transformers' label, without the tensor it has no module for
+        cfg = json.loads((path / "config.json").read_text())
+        (path / "config.json").write_text(json.dumps({**cfg, "model_type": "qwen3_5_moe",
+                                                      "architectures": ["Qwen3_5MoeForConditionalGeneration"]}))
+        for f in path.glob("*.safetensors"):
+            t = load_file(f)
+            t.pop("model.time_series.proj.weight", None)
+            save_file(t, f, metadata={"format": "pt"})
+    delta = (gdn_logits(src, True) - gdn_logits(dst, True)).abs().max().item()
+    print(f"interns2_preview TP={tp}: float64 max |Δ| = {delta}")
+    assert delta == 0.0

@@ -80,6 +80,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "InternVLChatModel": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B"]))],
     "InternVLForConditionalGeneration": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B-hf"]))],
     "InternS1ForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S1"]))],
+    "InternS2PreviewForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S2-Preview"]))],
     "NVLM_D": [(None, _with(*internvl_real.MODELS["nvidia/NVLM-D-72B"]))],
     "SkyworkR1VChatModel": [(None, _with(*internvl_real.MODELS["Skywork/Skywork-R1V-38B"]))],
     "InklingForConditionalGeneration": [("Inkling", _with(inkling_real.INKLING, inkling_real.tensors))],

@@ -301,6 +301,9 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:SkyworkR1VChatModel": ("0.8.3", "SkyworkR1VChatModel"),
     "arch:InternVLForConditionalGeneration": ("0.10.2", "InternVLForConditionalGeneration"),
     "arch:InternS1ForConditionalGeneration": ("0.10.1", "InternS1ForConditionalGeneration"),
+    # a Qwen3_5MoeForConditionalGeneration subclass from its first release: its data-parallel encoder with it
+    "arch:InternS2PreviewForConditionalGeneration": ("0.22.0", "InternS2PreviewForConditionalGeneration"),
+    "encoder-dp:InternS2PreviewForConditionalGeneration": ("0.22.0", "a data-parallel vision encoder for Intern-S2"),
 }
 
 
