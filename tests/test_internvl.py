@@ -72,6 +72,7 @@ def test_internvl_pads_the_language_model_and_the_towers_mlp(tmp_path, text, tp)
     assert delta == 0.0
     card = _card(dst)
     assert "--mm-encoder-tp-mode" not in card  # vLLM's InternS1 class has no data-parallel encoder
+    assert "--trust-remote-code" not in card  # transformers' own config class
     if text == "qwen2":
         assert '"text_config": {"architectures": ["LlamaForCausalLM"], "qkv_bias": true}' in card
 
@@ -81,7 +82,7 @@ CHAT = {"internvl_chat": ("InternVLChatModel", True), "NVLM_D": ("NVLM_D", True)
         "skywork_chat": ("SkyworkR1VChatModel", False)}
 
 
-@pytest.mark.parametrize("tp", [3, 6])
+@pytest.mark.parametrize("tp", [3, pytest.param(6, marks=pytest.mark.slow)])  # TP 6: the same code path
 @pytest.mark.parametrize("model_type", sorted(CHAT))
 def test_internvl_chat_layout(tmp_path, model_type, tp):
     arch, data_parallel = CHAT[model_type]
@@ -101,6 +102,7 @@ def test_internvl_chat_layout(tmp_path, model_type, tp):
     assert delta == 0.0
     card = _card(dst)
     assert ("--mm-encoder-tp-mode data" in card) == data_parallel
+    assert "--trust-remote-code" in card  # the checkpoint's own config class
     assert '--hf-overrides \'{"text_config": {"architectures": ["LlamaForCausalLM"], "qkv_bias": true}}\'' in card
 
 
@@ -117,7 +119,7 @@ def test_internvl_chat_refuses_an_internlm2_language_model(tmp_path):
         assert len(lines) == 1 and "llm_config" in lines[0] and "InternLM2" in lines[0], result.output
 
 
-@pytest.mark.parametrize("tp", [3, 6])
+@pytest.mark.parametrize("tp", [3, pytest.param(6, marks=pytest.mark.slow)])
 def test_interns2_preview_pads_as_qwen35_moe_and_copies_its_time_series_encoder(tmp_path, tp):
     """Intern-S2-Preview: a tiny Qwen3.5-MoE (tests/gdn_models.py) labelled `interns2_preview`, with a time-series
     tensor beside it; the proof runs transformers' Qwen3.5-MoE on both (the label put back, the extra tensor left
@@ -139,7 +141,7 @@ def test_interns2_preview_pads_as_qwen35_moe_and_copies_its_time_series_encoder(
     after = folder_tensors(dst)
     assert torch.equal(after["model.time_series.proj.weight"], series)
     assert json.loads((dst / "config.json").read_text())["text_config"]["num_attention_heads"] == 6
-    assert "--mm-encoder-tp-mode data" in _card(dst)
+    assert "--mm-encoder-tp-mode data" in _card(dst) and "--trust-remote-code" in _card(dst)
 
     for path in (src, dst):  # back to transformers' label, without the tensor it has no module for
         cfg = json.loads((path / "config.json").read_text())

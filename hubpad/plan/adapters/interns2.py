@@ -9,12 +9,24 @@ the data-parallel vision tower (supports_encoder_tp_data, inherited) are Qwen3.5
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields
 
-from hubpad.plan.adapters.qwen_next import QWEN3_5_MOE
+from hubpad.plan.adapters.base import Adapter
+from hubpad.plan.adapters.qwen_next import QWEN3_5_MOE, Qwen35VlAdapter
 
 _TIME_SERIES = [r"^(model\.)?time_series\."]
 
-INTERNS2_PREVIEW = replace(QWEN3_5_MOE, name="interns2_preview", model_types=("interns2_preview",),
-                           copy_modules=QWEN3_5_MOE.copy_modules + _TIME_SERIES,
-                           copy_params=QWEN3_5_MOE.copy_params + _TIME_SERIES)
+
+class InternS2Adapter(Qwen35VlAdapter):
+    """Qwen3.5-MoE's flags, and --trust-remote-code: neither vLLM nor transformers has a config class for
+    interns2_preview, so vLLM reads the checkpoint's own."""
+
+    def serving(self, config: dict) -> dict:
+        out = super().serving(config)
+        return {**out, "extra_args": list(out.get("extra_args") or []) + ["--trust-remote-code"]}
+
+
+INTERNS2_PREVIEW = InternS2Adapter(**{
+    **{f.name: getattr(QWEN3_5_MOE, f.name) for f in fields(Adapter)},
+    "name": "interns2_preview", "model_types": ("interns2_preview",),
+    "copy_modules": QWEN3_5_MOE.copy_modules + _TIME_SERIES, "copy_params": QWEN3_5_MOE.copy_params + _TIME_SERIES})

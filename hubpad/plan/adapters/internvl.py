@@ -14,6 +14,8 @@ As vLLM 0.32.0 builds the tower:
   attention as plain nn.Linear (whole on every rank) and its MLP column / row parallel, padded as Skywork's. Keys:
   `model.language_model.*`, `lm_head`, `model.vision_tower.*`, `model.multi_modal_projector.*`; dims in
   `text_config`.
+Every one but `internvl` (transformers' own) serves with --trust-remote-code: neither vLLM nor transformers has a
+config class for it, so vLLM reads the checkpoint's own (configuration_*.py, copied with the checkpoint).
 """
 
 from __future__ import annotations
@@ -41,11 +43,12 @@ def _chat(arch: str, encoder_dp: bool) -> VLM:
     tower = None if encoder_dp else _mlp_tower(r"^vision_model\.encoder\.layers\.\d+\.")
     return VLM(arch=arch, text_config="llm_config", lm_prefix="language_model.model.", head_prefix="language_model.",
                copy_modules=(r"^vision_model\.", r"^mlp1\."), copy_params=(r"^vision_model\.", r"^mlp1\."),
-               text_families=_TEXT, text_refusals=_REFUSED, tower=tower, encoder_dp=encoder_dp)
+               text_families=_TEXT, text_refusals=_REFUSED, tower=tower, encoder_dp=encoder_dp, remote_config=True)
 
 
-def _hf(arch: str) -> VLM:
+def _hf(arch: str, remote_config: bool) -> VLM:
     return VLM(arch=arch, text_config="text_config", lm_prefix="model.language_model.", head_prefix="",
+               remote_config=remote_config,
                copy_modules=(r"^model\.vision_tower\.", r"^model\.multi_modal_projector\."),
                copy_params=(r"^model\.vision_tower\.", r"^model\.multi_modal_projector\."),
                text_families=_TEXT, text_refusals=_REFUSED,
@@ -55,5 +58,5 @@ def _hf(arch: str) -> VLM:
 INTERNVL_CHAT = vlm_adapter("internvl_chat", ("internvl_chat",), _chat("InternVLChatModel", encoder_dp=True))
 NVLM_D = vlm_adapter("nvlm_d", ("NVLM_D",), _chat("NVLM_D", encoder_dp=True))
 SKYWORK_CHAT = vlm_adapter("skywork_chat", ("skywork_chat",), _chat("SkyworkR1VChatModel", encoder_dp=False))
-INTERNVL = vlm_adapter("internvl", ("internvl",), _hf("InternVLForConditionalGeneration"))
-INTERNS1 = vlm_adapter("interns1", ("interns1",), _hf("InternS1ForConditionalGeneration"))
+INTERNVL = vlm_adapter("internvl", ("internvl",), _hf("InternVLForConditionalGeneration", remote_config=False))
+INTERNS1 = vlm_adapter("interns1", ("interns1",), _hf("InternS1ForConditionalGeneration", remote_config=True))

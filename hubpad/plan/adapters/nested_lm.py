@@ -47,6 +47,7 @@ class VLM:
     (copied). `tower`: a tower vLLM shards (plan/tower.py), or None. `encoder_dp`: the class sets
     supports_encoder_tp_data, so the card serves with --mm-encoder-tp-mode data and the tower is copied whole.
     `text_families`: nested model_type -> the text adapter that pads it; `text_refusals`: nested model_type -> why not.
+    `remote_config`: served with --trust-remote-code (config.json names the checkpoint's own config class).
     """
 
     arch: str
@@ -59,6 +60,7 @@ class VLM:
     text_refusals: dict[str, str] = field(default_factory=dict)
     tower: VisionTower | None = None
     encoder_dp: bool = False
+    remote_config: bool = False  # transformers has no config class for it: vLLM reads the checkpoint's own
 
 
 class NestedLM(Adapter):
@@ -87,6 +89,8 @@ class NestedLM(Adapter):
         if self.vlm.encoder_dp:
             out["vllm_features"] += ["flag:mm-encoder-tp-mode", f"encoder-dp:{self.vlm.arch}"]
             out["mm_encoder_tp_mode"] = "data"
+        if self.vlm.remote_config:
+            out["extra_args"] = list(out.get("extra_args") or []) + ["--trust-remote-code"]
         return out
 
     def route_for(self, config: dict) -> dict | None:
