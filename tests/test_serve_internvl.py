@@ -35,4 +35,6 @@ def test_internvl_derivatives_stop_at_vllms_torchvision_import(tmp_path):
         run = serving.run_vllm([serving.job(dst, 3, trust_remote_code=True, **overrides, **data)],
                                tmp_path / f"run-{src.name}")  # a failing job stops its run: one run each
         assert run.results and not run.results[0]["ok"], run.log[-3000:]
-        assert "No module named 'torchvision'" in run.results[0]["error"], run.results[0]["error"]
+        arch = "InternVLForConditionalGeneration" if src is hf else "InternVLChatModel"
+        assert f"Model architectures ['{arch}'] failed to be inspected" in run.results[0]["error"]
+        assert "No module named 'torchvision'" in run.log  # why: the class's module stops at that import
