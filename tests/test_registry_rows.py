@@ -20,8 +20,8 @@ from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (diffusion_gemma_real, dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real,
-                   linear_real, llama_line_real, minimax_real, mimo_real, mla_line_real, mla_real, muse_glimmer_real,
-                   nemotron_h_real, qwen35_real, real_models, registry_real, step3p7_real, vlm_families_real,
+                   internvl_real, linear_real, llama_line_real, minimax_real, mimo_real, mla_line_real, mla_real,
+                   muse_glimmer_real, nemotron_h_real, qwen35_real, real_models, registry_real, step3p7_real, vlm_families_real,
                    vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
@@ -88,6 +88,12 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "GptOssForCausalLM": [(None, lambda: gpt_oss_real(*GPT_OSS_SIZES["openai/gpt-oss-120b"]))],
     "HYV3ForCausalLM": [(None, _with(HY3_CONFIG, lambda c: tiny_hy3_tensors(c, "bf16")))],
     "HYV4ForCausalLM": [(None, _with(dsa_real.HY4_CONFIG, dsa_real.hy4_tensors))],
+    "InternVLChatModel": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B"]))],
+    "InternVLForConditionalGeneration": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B-hf"]))],
+    "InternS1ForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S1"]))],
+    "InternS2PreviewForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S2-Preview"]))],
+    "NVLM_D": [(None, _with(*internvl_real.MODELS["nvidia/NVLM-D-72B"]))],
+    "SkyworkR1VChatModel": [(None, _with(*internvl_real.MODELS["Skywork/Skywork-R1V-38B"]))],
     "InklingForConditionalGeneration": [("Inkling", _with(inkling_real.INKLING, inkling_real.tensors))],
     "K2HorizonForCausalLM": [("375B", _with(mla_line_real.K2_HORIZON_375B_CONFIG, mla_line_real.k2_horizon_tensors)),
                              ("MoVA", _with(mla_line_real.K2_HORIZON_MOVA_36B_CONFIG,

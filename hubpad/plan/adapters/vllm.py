@@ -302,6 +302,15 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "encoder-dp:Step3VLForConditionalGeneration": ("0.10.2", "a data-parallel vision encoder for Step-3"),
     "tool:step3": ("0.10.1", "tool-call parser step3"),
     "reasoning:step3": ("0.10.1", "reasoning parser step3"),
+    # The InternViT family (the classes' first releases as docs/families.md's registry table read them)
+    "arch:InternVLChatModel": ("0.5.4", "InternVLChatModel"),
+    "arch:NVLM_D": ("0.6.3", "NVLM_D"),
+    "arch:SkyworkR1VChatModel": ("0.8.3", "SkyworkR1VChatModel"),
+    "arch:InternVLForConditionalGeneration": ("0.10.2", "InternVLForConditionalGeneration"),
+    "arch:InternS1ForConditionalGeneration": ("0.10.1", "InternS1ForConditionalGeneration"),
+    # a Qwen3_5MoeForConditionalGeneration subclass from its first release: its data-parallel encoder with it
+    "arch:InternS2PreviewForConditionalGeneration": ("0.22.0", "InternS2PreviewForConditionalGeneration"),
+    "encoder-dp:InternS2PreviewForConditionalGeneration": ("0.22.0", "a data-parallel vision encoder for Intern-S2"),
     # MuseGlimmerForCausalLM (muse_glimmer and muse_glimmer_text): the registry survey's first release (docs/families.md)
     "arch:MuseGlimmerForCausalLM": ("0.28.0", "MuseGlimmerForCausalLM"),
     # DiffusionGemmaForBlockDiffusion (google/diffusiongemma-26B-A4B-it): the registry survey's first release
@@ -313,7 +322,11 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
 # offline: a derivative that uses one gets no minimum on its card (a minimum from its other features would be too
 # old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is. Empty since the late-2026
 # families' first releases were read (FIRST_RELEASE above); a feature added without reading its wheels goes here.
-UNREAD: dict[str, str] = {}
+UNREAD: dict[str, str] = {
+    "encoder-dp:InternVLChatModel": "a data-parallel vision encoder for InternVL-Chat",
+    "encoder-dp:NVLM_D": "a data-parallel vision encoder for NVLM-D",
+    "hf-overrides:nested": "--hf-overrides reaching a nested text_config (ModelConfig._apply_dict_overrides)",
+}
 
 
 def _key(version: str) -> tuple[int, ...]:
