@@ -20,7 +20,7 @@ from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
-                   minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, qwen35_real, real_models,
+                   minimax_real, mimo_real, mla2_real, mla_line_real, mla_real, nemotron_h_real, qwen35_real, real_models,
                    registry_real, step3p7_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
@@ -97,7 +97,9 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "NemotronHForCausalLM": [("Super", _with(nemotron_h_real.SUPER, nemotron_h_real.tensors)),
                              ("Ultra", _with(nemotron_h_real.ULTRA, nemotron_h_real.tensors))],
     "NemotronHPuzzleForCausalLM": [(None, _with(nemotron_h_real.PUZZLE, nemotron_h_real.tensors))],
+    "PanguUltraMoEForCausalLM": [(None, _with(mla2_real.PANGU_ULTRA_MOE_CONFIG, mla2_real.pangu_tensors))],
     "PhiMoEForCausalLM": [(None, _registry("microsoft/Phi-3.5-MoE-instruct"))],
+    "SarvamMLAForCausalLM": [(None, _with(mla2_real.SARVAM_105B_CONFIG, mla2_real.sarvam_tensors))],
     "Qwen2ForCausalLM": [("72B", _with(real_models.QWEN25_72B, real_models.header_only_tensors)),
                          ("32B", _with(vlm_real.QWQ_32B, vlm_real.qwen2_tensors))],
     "Qwen2MoeForCausalLM": [(None, _with(vlm_real.QWEN2_57B_A14B, vlm_real.qwen2_moe_tensors))],
