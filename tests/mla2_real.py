@@ -17,10 +17,19 @@ config.json found in other projects' sources, not confirmed against the Hub itse
   transformers' SarvamMLAConfig documents for "the original sarvamai/sarvam-105b config" agree. Tensor names:
   DeepSeek-V3's (`q_proj`, `kv_a_proj_with_mqa`, `kv_b_proj`, `mlp.gate.e_score_correction_bias`, per-expert MLPs,
   `shared_experts`), which vLLM's sarvam loader reads.
+- LongCat-Flash-Lite (meituan-longcat/LongCat-Flash-Lite): a public audit of LongCat-Next, whose text tensors it reads
+  off the published index and finds "name-for-name" in Flash-Lite (14 layers of two MLA sublayers, hidden 3072, 32
+  heads, q_lora 1536, kv_lora 512, qk_nope 128, qk_rope 64, v 128, dense 6144, 256 experts of 1024 beside 128 zero
+  experts, top 12, routed_scaling_factor 6.0, 12 n-gram tables `model.ngram_embeddings.embedders.i` of
+  [10223616 + 2i + 1, 256] with `post_projs.i` [3072, 256], router classifier [384, 3072] and its correction bias),
+  Flash-Lite's 17 `model.mtp.*` tensors (LongCat-Flash's MTP layer), and the n-gram keys a test fixture quotes from
+  Lite's config.json (vocab 131072, ngram_vocab_size_ratio 78, emb_neighbor_num 4, emb_split_num 4). Its YaRN
+  parameters were not found (they pad nothing). BF16, the router in F32 as LongCat-Flash's.
 """
 
 from __future__ import annotations
 
+from tests.dsa_real import LONGCAT_FLASH_CONFIG, longcat_tensors
 from tests.mla_line_real import mla_attention
 from tests.moe_real import Tensors, checkpoint
 
@@ -73,3 +82,22 @@ def sarvam_tensors(cfg: dict) -> Tensors:
     names = dict(cfg, n_routed_experts=cfg["num_experts"], n_shared_experts=cfg["num_shared_experts"],
                  num_nextn_predict_layers=0)
     return checkpoint(names, mla_attention(_bf16), _bf16)
+
+
+LONGCAT_FLASH_LITE_CONFIG = dict(
+    LONGCAT_FLASH_CONFIG, architectures=["LongcatFlashNgramForCausalLM"], model_type="longcat_flash_ngram",
+    hidden_size=3072, num_layers=14, num_attention_heads=32, num_key_value_heads=32, ffn_hidden_size=6144,
+    n_routed_experts=256, zero_expert_num=128, expert_ffn_hidden_size=1024, moe_topk=12, routed_scaling_factor=6.0,
+    ngram_vocab_size_ratio=78, emb_neighbor_num=4, emb_split_num=4,
+)
+
+
+def lite_tensors(cfg: dict) -> Tensors:
+    """LongCat-Flash's tensors (its MTP layer included) plus the n-gram tables and projections."""
+    h, tables = cfg["hidden_size"], cfg["emb_split_num"] * (cfg["emb_neighbor_num"] - 1)
+    rows = cfg["ngram_vocab_size_ratio"] * cfg["vocab_size"]
+    out = longcat_tensors(cfg)
+    for i in range(tables):
+        out += [(f"model.ngram_embeddings.embedders.{i}.weight", "BF16", (rows + 2 * i + 1, h // tables)),
+                (f"model.ngram_embeddings.post_projs.{i}.weight", "BF16", (h, h // tables))]
+    return out

@@ -28,21 +28,31 @@ def _same_logits(a, b, label: str, vocab: int) -> None:
     assert delta <= 1e-12 * x.abs().max().item(), f"{label}: max |Δ| = {delta}"
 
 
+def _padded(src, dst, tp: int) -> tuple[dict, dict, dict]:
+    """`hubpad mirror` + `hubpad verify` at `tp`: the derivative's config.json, its tensors and the original's."""
+    mirror_and_verify(src, dst, tp)
+    return json.loads((dst / "config.json").read_text()), folder_tensors(dst), folder_tensors(src)
+
+
+def _assert_heads(out: dict, prefixes: list[str], heads: int, q: str, q_in: int) -> None:
+    """TINY's MLA shapes with `heads` heads: q rows of 24 (16 nope + 8 rope), kv_b rows of 32, o columns of 16."""
+    for p in prefixes:
+        assert out[p + q + ".weight"].shape == (heads * 24, q_in)
+        assert out[p + "kv_b_proj.weight"].shape == (heads * 32, 32)
+        assert out[p + "o_proj.weight"].shape == (64, heads * 16)
+
+
 @pytest.mark.parametrize("tp,heads,expert", [(3, 6, 192), (6, 6, 384)])
 def test_pangu_ultra_moe_padded_model_gives_identical_logits(tmp_path, tp, heads, expert):
     from tests import mla2_models
 
     model, src = mla2_models.build_pangu(tmp_path / "upstream", {**COMMON, **PANGU})
+    cfg, out, original = _padded(src, tmp_path / "padded", tp)
     dst = tmp_path / "padded"
-    mirror_and_verify(src, dst, tp)
-    cfg = json.loads((dst / "config.json").read_text())
     assert (cfg["num_attention_heads"], cfg["moe_intermediate_size"], cfg["sandwich_norm"]) == (heads, expert, True)
-    out, original = folder_tensors(dst), folder_tensors(src)
-    for layer in (0, 1, 2):  # a dense layer, a MoE layer, the MTP block
-        p = f"model.layers.{layer}."
-        assert out[p + "self_attn.q_b_proj.weight"].shape == (heads * 24, 48)
-        assert out[p + "self_attn.kv_b_proj.weight"].shape == (heads * 32, 32)
-        assert out[p + "self_attn.o_proj.weight"].shape == (64, heads * 16)
+    layers = [f"model.layers.{layer}." for layer in (0, 1, 2)]  # a dense layer, a MoE layer, the MTP block
+    _assert_heads(out, [p + "self_attn." for p in layers], heads, "q_b_proj", 48)
+    for p in layers:
         for norm in ("pre_mlp_layernorm", "post_mlp_layernorm", "self_attn.kv_a_proj_with_mqa"):
             assert torch.equal(out[p + norm + ".weight"], original[p + norm + ".weight"])
     assert torch.equal(out["model.layers.1.mlp.e_score_correction_bias"],
@@ -83,16 +93,10 @@ def test_sarvam_mla_padded_model_gives_identical_logits(tmp_path, tp, heads, exp
     from tests.tiny_moe import assert_same_logits
 
     model, src = mla2_models.build_sarvam(tmp_path / "upstream", {**COMMON, **SARVAM})
+    cfg, out, original = _padded(src, tmp_path / "padded", tp)
     dst = tmp_path / "padded"
-    mirror_and_verify(src, dst, tp)
-    cfg = json.loads((dst / "config.json").read_text())
     assert (cfg["num_attention_heads"], cfg["moe_intermediate_size"], cfg["num_experts"]) == (heads, expert, 4)
-    out, original = folder_tensors(dst), folder_tensors(src)
-    for layer in (0, 1):
-        p = f"model.layers.{layer}.self_attn."
-        assert out[p + "q_proj.weight"].shape == (heads * 24, 64)
-        assert out[p + "kv_b_proj.weight"].shape == (heads * 32, 32)
-        assert out[p + "o_proj.weight"].shape == (64, heads * 16)
+    _assert_heads(out, [f"model.layers.{layer}.self_attn." for layer in (0, 1)], heads, "q_proj", 64)
     assert out["model.layers.1.mlp.shared_experts.up_proj.weight"].shape == (expert, 64)
     assert torch.equal(out["model.layers.1.mlp.gate.e_score_correction_bias"],
                        original["model.layers.1.mlp.gate.e_score_correction_bias"])
@@ -131,11 +135,9 @@ def test_longcat_flash_lite_padded_model_gives_identical_logits(tmp_path, tp, ex
     from tests import mla2_models
 
     model, src = mla2_models.build_lite(tmp_path)
+    cfg, out, original = _padded(src, tmp_path / "padded", tp)
     dst = tmp_path / "padded"
-    mirror_and_verify(src, dst, tp)
-    cfg = json.loads((dst / "config.json").read_text())
     assert (cfg["num_attention_heads"], cfg["expert_ffn_hidden_size"], cfg["emb_split_num"]) == (6, expert, 2)
-    out, original = folder_tensors(dst), folder_tensors(src)
     ngram = [k for k in original if ".ngram_embeddings." in k]
     assert len(ngram) == 8 and all(torch.equal(out[k], original[k]) for k in ngram)
     assert out["model.layers.0.self_attn.1.q_b_proj.weight"].shape == (6 * 24, 48)

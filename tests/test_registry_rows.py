@@ -88,6 +88,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "LlamaForCausalLM": [(None, _with(real_models.LLAMA33_70B, real_models.header_only_tensors))],
     "Llama4ForConditionalGeneration": [(None, _with(vlm_real.LLAMA4_SCOUT_CONFIG, vlm_real.llama4_tensors))],
     "LongcatFlashForCausalLM": [(None, _with(dsa_real.LONGCAT_FLASH_CONFIG, dsa_real.longcat_tensors))],
+    "LongcatFlashNgramForCausalLM": [(None, _with(mla2_real.LONGCAT_FLASH_LITE_CONFIG, mla2_real.lite_tensors))],
     "MiMoV2FlashForCausalLM": [("Flash", _with(mimo_real.MIMO_V2_FLASH, mimo_real.tensors)),
                                ("Pro", _with(mimo_real.MIMO_V2_5_PRO, mimo_real.pro_tensors))],
     "MiMoV2OmniForCausalLM": [(None, _with(mimo_real.MIMO_V2_5, mimo_real.pro_tensors))],

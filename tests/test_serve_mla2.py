@@ -22,15 +22,22 @@ pytestmark = pytest.mark.serve
 _CPU_MLA = {"attention_backend": "CPU_MLA", "max_num_seqs": 1}
 _MLA = {k: v for k, v in serve_models._MLA.items() if k not in ("n_group", "topk_group")}
 
-PANGU_CONFIG_CODE = '''from transformers import PretrainedConfig
+CONFIG_CODE = '''from transformers import PretrainedConfig
 
 
-class PanguUltraMoEConfig(PretrainedConfig):
-    model_type = "pangu_ultra_moe"
+class {cls}(PretrainedConfig):
+    model_type = "{model_type}"
 '''
 
-SARVAM_CONFIG_CODE = PANGU_CONFIG_CODE.replace("PanguUltraMoEConfig", "SarvamMLAConfig").replace(
-    "pangu_ultra_moe", "sarvam_mla")
+
+def _remote_config(src, module: str, cls: str, model_type: str) -> None:
+    """The tokenizer, a stand-in for the repo's config class and the auto_map that names it (as published; the
+    serving runs pass --trust-remote-code, as the card says). The stand-in is not the vendor's file."""
+    serve_models.add_tokenizer(src)
+    (src / f"{module}.py").write_text(CONFIG_CODE.format(cls=cls, model_type=model_type))
+    cfg = json.loads((src / "config.json").read_text())
+    cfg["auto_map"] = {"AutoConfig": f"{module}.{cls}"}
+    (src / "config.json").write_text(json.dumps(cfg, indent=2))
 
 
 def _serve_pair(src, tmp_path, tp: int, label: str, engine: dict) -> None:
@@ -51,11 +58,7 @@ def test_pangu_ultra_moe_derivative_serves_the_originals_outputs(tmp_path):
 
     _, src = mla2_models.build_pangu(tmp_path / "upstream", {**serve_models.COMMON, **_MLA},
                                 dtype=torch.bfloat16, seed=0)
-    serve_models.add_tokenizer(src)
-    (src / "configuration_openpangu_moe.py").write_text(PANGU_CONFIG_CODE)
-    cfg = json.loads((src / "config.json").read_text())
-    cfg["auto_map"] = {"AutoConfig": "configuration_openpangu_moe.PanguUltraMoEConfig"}
-    (src / "config.json").write_text(json.dumps(cfg, indent=2))
+    _remote_config(src, "configuration_openpangu_moe", "PanguUltraMoEConfig", "pangu_ultra_moe")
     _serve_pair(src, tmp_path, 3, "pangu_ultra_moe", {**_CPU_MLA, "trust_remote_code": True})
 
 
@@ -70,11 +73,7 @@ def test_sarvam_mla_derivative_serves_the_originals_outputs(tmp_path):
     _, src = mla2_models.build_sarvam(tmp_path / "upstream", {**serve_models.COMMON, **sarvam, "q_lora_rank": None,
                                                               "n_group": 1, "topk_group": 1},
                                       dtype=torch.bfloat16, seed=0)
-    serve_models.add_tokenizer(src)
-    (src / "configuration_sarvam_mla.py").write_text(SARVAM_CONFIG_CODE)
-    cfg = json.loads((src / "config.json").read_text())
-    cfg["auto_map"] = {"AutoConfig": "configuration_sarvam_mla.SarvamMLAConfig"}
-    (src / "config.json").write_text(json.dumps(cfg, indent=2))
+    _remote_config(src, "configuration_sarvam_mla", "SarvamMLAConfig", "sarvam_mla")
     _serve_pair(src, tmp_path, 3, "sarvam_mla", {**_CPU_MLA, "trust_remote_code": True})
 
 
