@@ -159,3 +159,5 @@ def test_longcat_flash_lite_without_model_type_is_known_by_its_architecture(tmp_
     (src / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "model_type"}))
     plan = make_plan(LocalSource(src), 3)
     assert (plan.adapter.name, plan.new_config["num_attention_heads"], plan.warnings) == ("longcat_flash_ngram", 6, [])
+    cfg, _, _ = _padded(src, tmp_path / "padded", 3)
+    assert "model_type" not in cfg and cfg["num_attention_heads"] == 6
