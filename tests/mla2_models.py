@@ -102,7 +102,8 @@ SARVAM_PUBLISHED = {"n_routed_experts": "num_experts", "n_shared_experts": "num_
 
 def build_sarvam(path: Path, kwargs: dict, dtype=torch.float64, seed: int = 0):
     """A tiny Sarvam-105B (transformers' SarvamMLAConfig, computed by DeepseekV3ForCausalLM) at `path`, config.json
-    with the published key names num_experts / num_shared_experts (vLLM's sarvam reads those): (model, path)."""
+    with the published key names num_experts / num_shared_experts (vLLM's sarvam reads those) and head_dim
+    kv_lora_rank + qk_rope_head_dim (transformers saves qk_rope_head_dim there): (model, path)."""
     torch.manual_seed(seed)
     cfg = transformers.CONFIG_MAPPING["sarvam_mla"](**kwargs)
     model = transformers.AutoModelForCausalLM.from_config(cfg, experts_implementation="eager").double().eval()
@@ -111,6 +112,7 @@ def build_sarvam(path: Path, kwargs: dict, dtype=torch.float64, seed: int = 0):
     data = json.loads((path / "config.json").read_text())
     for saved, published in SARVAM_PUBLISHED.items():
         data[published] = data.pop(saved)
+    data["head_dim"] = data["kv_lora_rank"] + data["qk_rope_head_dim"]  # as published: vLLM's MLA cache width
     (path / "config.json").write_text(json.dumps({**data, "architectures": ["SarvamMLAForCausalLM"]}, indent=2))
     return model.double(), path
 

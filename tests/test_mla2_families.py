@@ -106,7 +106,8 @@ def test_sarvam_mla_padded_model_gives_identical_logits(tmp_path, tp, heads, exp
 
 def test_sarvam_shared_width_and_count_rules(tmp_path):
     """A stated moe_shared_expert_intermediate_size is padded with the routed experts' width (vLLM builds the shared
-    expert from it); a different one, or two shared experts, is refused in one line."""
+    expert from it); a different one, or two shared experts, is refused in one line. The plan warns where vLLM's
+    sarvam model would stop: no num_experts, or head_dim other than the MLA cache width."""
     from hubpad.errors import HubpadError
     from hubpad.plan.planner import make_plan
     from hubpad.source.local import LocalSource
@@ -127,6 +128,9 @@ def test_sarvam_shared_width_and_count_rules(tmp_path):
             make_plan(LocalSource(src), 3)
     (src / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "num_experts"}))
     assert [w.split(",")[0] for w in make_plan(LocalSource(src), 3).warnings] == ["config.json has no num_experts"]
+    (src / "config.json").write_text(json.dumps({**config, "head_dim": 8}))  # transformers saves qk_rope_head_dim
+    assert [w.split(",")[0] for w in make_plan(LocalSource(src), 3).warnings] == [
+        "config.json has head_dim 8"]
 
 
 @pytest.mark.parametrize("tp,expert", [(3, 192), (6, 384)])

@@ -16,6 +16,10 @@ DeepseekV3ForCausalLM):
   num_shared_experts, transformers one of moe_intermediate_size × n_shared_experts; hubpad pads exactly one, with
   the routed experts' width (a stated moe_shared_expert_intermediate_size must equal it, and is padded with it).
 - The dense first layers use intermediate_size (vLLM's default 16384 where it is missing).
+- vLLM does not count sarvam_mla among its DeepSeek-style MLA model types, so it sizes the MLA cache from
+  config.json's `head_dim`: published as kv_lora_rank + qk_rope_head_dim (576), which no head count changes. transformers
+  saves qk_rope_head_dim there instead; the plan warns when head_dim is anything else (vLLM stops: "Head dimension
+  64 is not supported by MLA.", found by the serving tier).
 - vLLM registers no config class for sarvam_mla and transformers < 5.20 has none: the published repo's remote config
   (auto_map) is read with --trust-remote-code, which the card passes.
 """
@@ -37,6 +41,14 @@ class SarvamAdapter(MlaAdapter):
                 raise ConfigError(f"config.json: {key} {config[key]} is not supported (the shared expert is padded "
                                   f"with the routed experts' width, which needs exactly one shared expert)")
         return Adapter.intermediate_sizes(self, config)
+
+    def missing_vllm_keys(self, config: dict) -> list[str]:
+        out = super().missing_vllm_keys(config)
+        latent = int(config.get("kv_lora_rank") or 0) + int(config.get("qk_rope_head_dim") or 0)
+        if config.get("head_dim") != latent:
+            out.append(f"config.json has head_dim {config.get('head_dim')}, not kv_lora_rank + qk_rope_head_dim = "
+                       f"{latent}, which vLLM's sarvam model sizes its MLA cache from (it stops at startup)")
+        return out
 
     def serving(self, config: dict) -> dict:
         return {**serving(features=("arch:SarvamMLAForCausalLM",)), "extra_args": ["--trust-remote-code"]}
