@@ -135,6 +135,12 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # DeepSeek-V3.2 and LongCat-Flash: in 0.11.0, not in 0.10.2
     "arch:DeepseekV32ForCausalLM": ("0.11.0", "DeepseekV32ForCausalLM"),
     "arch:LongcatFlashForCausalLM": ("0.11.0", "LongcatFlashForCausalLM"),
+    # openPangu Ultra-MoE: in 0.11.1, not in 0.11.0 (the registry table's survey, docs/families.md)
+    "arch:PanguUltraMoEForCausalLM": ("0.11.1", "PanguUltraMoEForCausalLM"),
+    # Sarvam-105B: in 0.18.0 (the registry table's survey, docs/families.md)
+    "arch:SarvamMLAForCausalLM": ("0.18.0", "SarvamMLAForCausalLM"),
+    # LongCat-Flash-Lite: in 0.26.0 (the registry table's survey, docs/families.md)
+    "arch:LongcatFlashNgramForCausalLM": ("0.26.0", "LongcatFlashNgramForCausalLM"),
     "tool:longcat": ("0.11.0", "tool-call parser longcat"),
     "spec:longcat_flash_mtp": ("0.11.0", "LongCat-Flash MTP speculative decoding (LongCatFlashMTPModel)"),
     "tool:deepseek_v32": ("0.13.0", "tool-call parser deepseek_v32"),  # not in 0.12.0
