@@ -44,3 +44,40 @@ def falcon_h1_logits(path, ids: torch.Tensor) -> torch.Tensor:
     model = transformers.FalconH1ForCausalLM.from_pretrained(path, dtype=torch.float64).eval()
     with torch.no_grad():
         return model(input_ids=ids).logits
+
+
+# Ling 3 (bailing_hybrid, BailingMoeV3ForCausalLM): 4 layers in groups of 2 (KDA, MLA, KDA, MLA), 4 heads (KDA head_dim
+# 16; MLA nope 16 + rope 8, v 16, kv_lora_rank 16, q_proj without LoRA, a headwise output gate), a dense first MLP,
+# then MoE of 4 experts with one shared expert. Expert and shared widths 768 need no padding at TP 3 or 6: vLLM builds
+# the shared expert from moe_shared_expert_intermediate_size, transformers from moe_intermediate_size, so the float64
+# proof keeps the two equal.
+LING3_TINY = dict(vocab_size=256, pad_token_id=0, bos_token_id=1, eos_token_id=1, hidden_size=64, intermediate_size=96,
+                  moe_intermediate_size=768, moe_shared_expert_intermediate_size=768, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=4, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                  num_shared_experts=1, n_group=1, topk_group=1, first_k_dense_replace=1, layer_group_size=2,
+                  kv_lora_rank=16, q_lora_rank=None, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                  short_conv_kernel_size=4, max_position_embeddings=128, num_nextn_predict_layers=0)
+KDA_LEAVES = {"A_log": lambda shape, g: torch.rand(shape, generator=g) * 1.4,
+              "dt_bias": lambda shape, g: torch.rand(shape, generator=g) * 2.0 - 4.5}
+
+
+def build_ling3(path, seed: int = 0, dtype=torch.float64, **over) -> dict:
+    """Save a tiny Ling 3 under `path` in the published layout (transformers writes the published names back; its
+    config.json gets the published architectures, the headwise gate and no_kda_lora, as vLLM reads them)."""
+    cfg = transformers.BailingHybridConfig(**{**LING3_TINY, **over})
+    torch.manual_seed(seed)
+    model = transformers.BailingHybridForCausalLM(cfg).to(dtype).eval()
+    randomize_seeded(model, seed, KDA_LEAVES)
+    model.save_pretrained(path)
+    config_json = json.loads((path / "config.json").read_text())
+    config_json.update(architectures=["BailingMoeV3ForCausalLM"], gated_attention_proj_granularity_type="head_wise",
+                       no_kda_lora=True)
+    (path / "config.json").write_text(json.dumps(config_json, indent=2))
+    return config_json
+
+
+def ling3_logits(path, ids: torch.Tensor) -> torch.Tensor:
+    model = transformers.BailingHybridForCausalLM.from_pretrained(path, dtype=torch.float64).eval()
+    model.set_experts_implementation("eager")  # torch's grouped_mm takes no float64
+    with torch.no_grad():
+        return model(input_ids=ids).logits

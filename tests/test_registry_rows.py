@@ -97,6 +97,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "NemotronHForCausalLM": [("Super", _with(nemotron_h_real.SUPER, nemotron_h_real.tensors)),
                              ("Ultra", _with(nemotron_h_real.ULTRA, nemotron_h_real.tensors))],
     "NemotronHPuzzleForCausalLM": [(None, _with(nemotron_h_real.PUZZLE, nemotron_h_real.tensors))],
+    "BailingMoeV3ForCausalLM": [("Ling 3", _with(hybrid_real.LING3_FLASH, hybrid_real.ling3_tensors))],
     "FalconH1ForCausalLM": [(None, _with(hybrid_real.FALCON_H1_34B, hybrid_real.falcon_h1_tensors))],
     "PhiMoEForCausalLM": [(None, _registry("microsoft/Phi-3.5-MoE-instruct"))],
     "Qwen2ForCausalLM": [("72B", _with(real_models.QWEN25_72B, real_models.header_only_tensors)),

