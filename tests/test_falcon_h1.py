@@ -24,6 +24,7 @@ from hubpad.plan.planner import make_plan  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests.helpers import assert_same_logits, folder_tensors, mirror_and_verify  # noqa: E402
 from tests.hybrid_models import FALCON_TINY, build_falcon_h1, falcon_h1_logits  # noqa: E402
+from tests.nemotron_h_models import mamba2_rank_slice  # noqa: E402
 
 IDS = torch.randint(0, 256, (2, 21), generator=torch.Generator().manual_seed(1))  # 21: several scan chunks of 8
 
@@ -74,29 +75,6 @@ def _mixer(cfg: dict, state: dict, mup: torch.Tensor):
     return mixer
 
 
-def _rank_slice(state: dict, cfg: dict, tp: int, rank: int) -> dict:
-    """What vLLM's MambaMixer2 loads on `rank` (n_groups % tp == 0): in_proj's [z | x | B | C | dt] and conv1d's
-    [x | B | C] sections each narrowed to the rank's share, A_log / D / dt_bias / norm by rank, out_proj's columns."""
-    width, bc, heads = cfg["mamba_d_ssm"], cfg["mamba_n_groups"] * cfg["mamba_d_state"], cfg["mamba_n_heads"]
-
-    def sections(t, sizes):
-        parts, start = [], 0
-        for size in sizes:
-            parts.append(t[start + rank * size // tp:start + (rank + 1) * size // tp])
-            start += size
-        return torch.cat(parts)
-
-    def chunk(t, dim=0):
-        size = t.shape[dim] // tp
-        return t.narrow(dim, rank * size, size)
-
-    return {"in_proj.weight": sections(state["in_proj.weight"], [width, width, bc, bc, heads]),
-            "conv1d.weight": sections(state["conv1d.weight"], [width, bc, bc]),
-            "conv1d.bias": sections(state["conv1d.bias"], [width, bc, bc]),
-            "A_log": chunk(state["A_log"]), "D": chunk(state["D"]), "dt_bias": chunk(state["dt_bias"]),
-            "norm.weight": chunk(state["norm.weight"]), "out_proj.weight": chunk(state["out_proj.weight"], 1)}
-
-
 _MIXER = "model.layers.0.mamba."
 
 
@@ -116,7 +94,9 @@ def test_padded_mixer_under_vllms_per_rank_slicing_and_mup_vector_is_the_origina
         want = _mixer(original, mamba(folder_tensors(src)), _vllm_rank_mup(original, 1))(x)
         state = mamba(folder_tensors(dst))
         rank_cfg = {**padded, **{k: padded[k] // tp for k in ("mamba_n_groups", "mamba_n_heads", "mamba_d_ssm")}}
-        got = sum(_mixer(rank_cfg, _rank_slice(state, padded, tp, r), _vllm_rank_mup(padded, tp))(x) for r in range(tp))
+        h2, g2 = padded["mamba_n_heads"], padded["mamba_n_groups"]
+        got = sum(_mixer(rank_cfg, mamba2_rank_slice(state, h2, g2, 8, 16, tp, r), _vllm_rank_mup(padded, tp))(x)
+                  for r in range(tp))
     assert_same_logits(want, got, f"falcon_h1 mixer, {tp} ranks")
 
 

@@ -21,9 +21,12 @@ the card.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.bailing import _SHARED, BailingAdapter
 from hubpad.plan.adapters.base import DENSE_MLP, EXPERTS, ROUTERS, L, Role
+from hubpad.plan.adapters.deepseek import MlaAdapter
 from hubpad.plan.adapters.vllm import serving
 from hubpad.plan.heads import HeadShape
 
@@ -37,27 +40,19 @@ _MLA = [(_A + r"(q_b_proj|q_proj)$", Role("q")), (_A + r"kv_b_proj$", Role("q", 
 _COPY = [r"^model\.word_embeddings$", r"^model\.norm$", r"^lm_head$",
          L + r"(input_layernorm|post_attention_layernorm|enorm|hnorm|eh_proj|final_layernorm)$",
          _A + r"(q_a_proj|kv_a_proj_with_mqa|q_a_layernorm|kv_a_layernorm|o_norm)$"]
-_MLA_KEYS = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank")
 
 
 class Ling3Adapter(BailingAdapter):
     """MLA widths (q, kv_b, o, the gate g) with no kv heads; one head count shared with the KDA layers."""
 
     def head_shape(self, config: dict) -> HeadShape:
-        bad = [k for k in _MLA_KEYS if not isinstance(config.get(k), int) or config[k] <= 0]
-        if bad:
-            raise ConfigError(f"config.json: {bad[0]} missing or not a positive integer (needed for MLA)")
-        heads, kv = config.get("num_attention_heads"), config.get("num_key_value_heads")
-        if kv is not None and kv != heads:
-            raise ConfigError(f"config.json: num_key_value_heads {kv} differs from num_attention_heads {heads}; "
-                              f"Ling 3's MLA and KDA layers have no kv heads")
-        nope, rope, v = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
-        gate = {"head_wise": 1, "element_wise": v}.get(config.get("gated_attention_proj_granularity_type"), 1)
-        return HeadShape({"q": nope + rope, "o": v, "kv_b": nope + v, "g": gate},
-                         {"q": "q_proj rows" if not config.get("q_lora_rank") else "q_b_proj rows",
-                          "o": "dense columns", "kv_b": "kv_b_proj rows", "g": "g_proj rows (MLA gate)"},
-                         kv_heads=False, config_head_dim=None, latent_kv=config["kv_lora_rank"] + rope,
-                         gates=frozenset({"g"}) if gate == 1 else frozenset())
+        """DeepSeek-V3's MLA widths and checks (MlaAdapter), and the output gate g: one row per head (head_wise) or
+        v_head_dim rows (element_wise)."""
+        mla = MlaAdapter.head_shape(self, config)
+        gate = {"element_wise": mla.widths["o"]}.get(config.get("gated_attention_proj_granularity_type"), 1)
+        return dataclasses.replace(mla, widths={**mla.widths, "g": gate},
+                                   labels={**mla.labels, "o": "dense columns", "g": "g_proj rows (MLA gate)"},
+                                   gates=frozenset({"g"}) if gate == 1 else frozenset())
 
     def padded_config(self, upstream: dict, config: dict, heads: int, kv: int) -> dict:
         """The MLA and KDA layers read one num_attention_heads: both padded counts must be that one."""
