@@ -82,5 +82,6 @@ def test_ling3_with_config_code_keeps_it_and_the_card_trusts_it(tmp_path):
     src, dst = tmp_path / "upstream", tmp_path / "padded"
     build_ling3(src, remote_code=True)
     run_mirror(make_plan(LocalSource(src), 3), LocalPublisher(dst))
-    assert (dst / "configuration_bailing_hybrid.py").read_text() == (src / "configuration_bailing_hybrid.py").read_text()
+    code = "configuration_bailing_hybrid.py"
+    assert (dst / code).read_text() == (src / code).read_text()
     assert "--trust-remote-code" in json.loads((dst / "hubpad.json").read_text())["serving"]["extra_args"]
