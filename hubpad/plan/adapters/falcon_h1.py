@@ -38,5 +38,5 @@ FALCON_H1 = FalconH1Adapter(
     linear_attention=[(L + tail, kind) for tail, kind in (
         (r"mamba\.in_proj\.\w+$", "in_proj"), (r"mamba\.conv1d\.\w+$", "conv"), (r"mamba\.(A_log|D|dt_bias)$", "heads"),
         (r"mamba\.norm\.weight$", "norm"), (r"mamba\.out_proj\.\w+$", "out"))],
-    linear_attention_family="mamba2",
+    linear_attention_family="mamba2", lossless=("mup.sections",),
 )
