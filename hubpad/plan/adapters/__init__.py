@@ -20,6 +20,7 @@ from hubpad.plan.adapters.ernie import ERNIE45_MOE
 from hubpad.plan.adapters.exaone import EXAONE, EXAONE4, EXAONE_MOE
 from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
 from hubpad.plan.adapters.deepseek_v41 import DEEPSEEK_V41
+from hubpad.plan.adapters.falcon_h1 import FALCON_H1
 from hubpad.plan.adapters.gemma import GEMMA2, GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
 from hubpad.plan.adapters.gemma4 import DIFFUSION_GEMMA, GEMMA4, GEMMA4_TEXT
 from hubpad.plan.adapters.glm import GLM4, GLM4_MOE, GLM4V_MOE
@@ -34,6 +35,7 @@ from hubpad.plan.adapters.inkling import INKLING, INKLING_MODEL, INKLING_TEXT_RE
 from hubpad.plan.adapters.k2_horizon import K2_HORIZON
 from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
 from hubpad.plan.adapters.laguna import LAGUNA
+from hubpad.plan.adapters.ling3 import LING3
 from hubpad.plan.adapters.llama import IQUESTCODER, LLAMA, MISTRAL, TELECHAT3
 from hubpad.plan.adapters.longcat import LONGCAT_FLASH, LONGCAT_FLASH_NGRAM
 from hubpad.plan.adapters.mimo import MIMO_V2
@@ -71,7 +73,8 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4,
                            MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER, TELECHAT3, SOLAR, EXAONE,
                            INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1, INTERNS2_PREVIEW,
-                           PANGU_ULTRA_MOE, SARVAM_MLA]
+                           PANGU_ULTRA_MOE, SARVAM_MLA,
+                           FALCON_H1, LING3]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
