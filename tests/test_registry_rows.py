@@ -19,10 +19,10 @@ from hubpad.plan.model import config_changes
 from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
-from tests import (diffusion_gemma_real, dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real,
-                   internvl_real, linear_real, llama_line_real, minimax_real, mimo_real, mla_line_real, mla_real,
-                   muse_glimmer_real, nemotron_h_real, qwen35_real, real_models, registry_real, step3p7_real, vlm_families_real,
-                   vlm_real)
+from tests import (diffusion_gemma_real, dsa_real, dsv41_real, dsv4_real, gemma4_real, glm_real, gqa_real, hybrid_real,
+                   inkling_real, internvl_real, linear_real, llama_line_real, mimo_real, minimax_real, mla2_real,
+                   mla_line_real, mla_real, muse_glimmer_real, nemotron_h_real, qwen35_real, real_models, registry_real,
+                   step3p7_real, vlm_families_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -106,6 +106,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "LlamaForCausalLM": [(None, _with(real_models.LLAMA33_70B, real_models.header_only_tensors))],
     "Llama4ForConditionalGeneration": [(None, _with(vlm_real.LLAMA4_SCOUT_CONFIG, vlm_real.llama4_tensors))],
     "LongcatFlashForCausalLM": [(None, _with(dsa_real.LONGCAT_FLASH_CONFIG, dsa_real.longcat_tensors))],
+    "LongcatFlashNgramForCausalLM": [(None, _with(mla2_real.LONGCAT_FLASH_LITE_CONFIG, mla2_real.lite_tensors))],
     "MiMoV2FlashForCausalLM": [("Flash", _with(mimo_real.MIMO_V2_FLASH, mimo_real.tensors)),
                                ("Pro", _with(mimo_real.MIMO_V2_5_PRO, mimo_real.pro_tensors))],
     "MiMoV2OmniForCausalLM": [(None, _with(mimo_real.MIMO_V2_5, mimo_real.pro_tensors))],
@@ -116,7 +117,11 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "NemotronHForCausalLM": [("Super", _with(nemotron_h_real.SUPER, nemotron_h_real.tensors)),
                              ("Ultra", _with(nemotron_h_real.ULTRA, nemotron_h_real.tensors))],
     "NemotronHPuzzleForCausalLM": [(None, _with(nemotron_h_real.PUZZLE, nemotron_h_real.tensors))],
+    "PanguUltraMoEForCausalLM": [(None, _with(mla2_real.PANGU_ULTRA_MOE_CONFIG, mla2_real.pangu_tensors))],
+    "BailingMoeV3ForCausalLM": [("Ling 3", _with(hybrid_real.LING3_FLASH, hybrid_real.ling3_tensors))],
+    "FalconH1ForCausalLM": [(None, _with(hybrid_real.FALCON_H1_34B, hybrid_real.falcon_h1_tensors))],
     "PhiMoEForCausalLM": [(None, _registry("microsoft/Phi-3.5-MoE-instruct"))],
+    "SarvamMLAForCausalLM": [(None, _with(mla2_real.SARVAM_105B_CONFIG, mla2_real.sarvam_tensors))],
     "SolarForCausalLM": [(None, lambda: _llama_line("upstage/solar-pro-preview-instruct"))],
     "TeleChat3ForCausalLM": [(None, lambda: _llama_line("Tele-AI/TeleChat3-36B"))],
     "Qwen2ForCausalLM": [("72B", _with(real_models.QWEN25_72B, real_models.header_only_tensors)),

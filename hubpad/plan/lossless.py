@@ -87,6 +87,11 @@ MECHANISMS: dict[str, tuple[str, str]] = {
         "group gains tp - 1 zero groups of all its heads, whose norm spans them). A new head's x, z, B and C rows and "
         "conv channels are zero, so its state stays zero for any finite dt and A (its A_log, D and dt_bias are 0.0); "
         "its output and the gated norm of its all-zero group are zero, and out_proj's columns for it are zero.")),
+    "mup.sections": ("linear", (
+        "**muP multipliers.** Each multiplier in config.json scales a whole section (in_proj's z, x, B, C and dt "
+        "parts, the gate half of the MLP) or a hidden-size vector, never one channel: vLLM builds its per-rank "
+        "multiplier vector from the padded sizes, whose section bounds are the ones each rank loads, and a zero row "
+        "times any multiplier is zero. The multipliers are copied.")),
     "mlp.channels": ("mlp", (
         "**MLP width.** New intermediate channels have zero gate and up rows, so they compute act(0) · 0 = 0, and "
         "zero down-projection columns, so nothing they compute reaches the output. "

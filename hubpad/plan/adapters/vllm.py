@@ -135,6 +135,12 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # DeepSeek-V3.2 and LongCat-Flash: in 0.11.0, not in 0.10.2
     "arch:DeepseekV32ForCausalLM": ("0.11.0", "DeepseekV32ForCausalLM"),
     "arch:LongcatFlashForCausalLM": ("0.11.0", "LongcatFlashForCausalLM"),
+    # openPangu Ultra-MoE: in 0.11.1, not in 0.11.0 (the registry table's survey, docs/families.md)
+    "arch:PanguUltraMoEForCausalLM": ("0.11.1", "PanguUltraMoEForCausalLM"),
+    # Sarvam-105B: in 0.18.0 (the registry table's survey, docs/families.md)
+    "arch:SarvamMLAForCausalLM": ("0.18.0", "SarvamMLAForCausalLM"),
+    # LongCat-Flash-Lite: in 0.26.0 (the registry table's survey, docs/families.md)
+    "arch:LongcatFlashNgramForCausalLM": ("0.26.0", "LongcatFlashNgramForCausalLM"),
     "tool:longcat": ("0.11.0", "tool-call parser longcat"),
     "spec:longcat_flash_mtp": ("0.11.0", "LongCat-Flash MTP speculative decoding (LongCatFlashMTPModel)"),
     "tool:deepseek_v32": ("0.13.0", "tool-call parser deepseek_v32"),  # not in 0.12.0
@@ -295,6 +301,8 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:Qwen4ExpForCausalLM": ("0.29.0", "Qwen4ExpForCausalLM"),  # not in 0.28.0
     "arch:BailingMoeForCausalLM": ("0.10.0", "BailingMoeForCausalLM"),  # not in 0.9.2
     "arch:BailingMoeV2ForCausalLM": ("0.11.0", "BailingMoeV2ForCausalLM"),  # not in 0.10.2
+    "arch:FalconH1ForCausalLM": ("0.9.0", "FalconH1ForCausalLM"),  # not in 0.8.5.post1
+    "arch:BailingMoeV3ForCausalLM": ("0.28.0", "BailingMoeV3ForCausalLM"),  # not in 0.27.1
     # Step-3: both classes, vLLM's step3_text / step3_vl config classes and the step3 parsers in 0.10.1 (not 0.10.0);
     # Step3VL's supports_encoder_tp_data from 0.10.2 (not in 0.10.1.1)
     "arch:Step3TextForCausalLM": ("0.10.1", "Step3TextForCausalLM"),
