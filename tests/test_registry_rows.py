@@ -20,8 +20,8 @@ from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
-                   minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, qwen35_real, real_models,
-                   registry_real, step3p7_real, vlm_real)
+                   minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, nemotron_nas_real, qwen35_real,
+                   real_models, registry_real, step3p7_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -50,6 +50,8 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "ApertusForCausalLM": [(None, _registry("swiss-ai/Apertus-70B-Instruct-2509"))],
     "CohereForCausalLM": [("R+", _gqa("CohereLabs/c4ai-command-r-plus")), ("R", _gqa("CohereLabs/c4ai-command-r-v01"))],
     "Cohere2ForCausalLM": [(None, _gqa("CohereLabs/c4ai-command-a-03-2025"))],
+    "DeciLMForCausalLM": [("Super", _with(nemotron_nas_real.SUPER_49B, nemotron_nas_real.tensors)),
+                          ("Ultra", _with(nemotron_nas_real.ULTRA_253B, nemotron_nas_real.tensors))],
     "DeepseekV2ForCausalLM": [("V2.5", _with(mla_line_real.DEEPSEEK_V2_CONFIG, mla_line_real.mla_tensors)),
                               ("Lite", _with(mla_line_real.DEEPSEEK_V2_LITE_CONFIG, mla_line_real.mla_tensors))],
     "DeepseekV3ForCausalLM": [("DeepSeek-V3", _with(mla_real.DEEPSEEK_V3_CONFIG, mla_real.mla_tensors)),

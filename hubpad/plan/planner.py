@@ -188,8 +188,9 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     h2, kv2, relabelled = choose_heads_and_label(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden,
                                                  inputs.adapter, inputs.text)
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
-    new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
-                 for g, (_, size) in shape.inter.items()}
+    multiple = inputs.adapter.intermediate_multiple
+    new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g), multiple=multiple)
+                 if g in group_align else size for g, (_, size) in shape.inter.items()}
     new_inter = inputs.adapter.tied_intermediate(inputs.text, new_inter)
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
     tower2 = tower.choose(shape.tower, tp) if shape.tower is not None else None
@@ -337,7 +338,7 @@ def _shape(config: dict, adapter: Adapter, full: dict | None = None) -> _Shape:
     `full` (config.json itself)."""
     hidden = int(config.get("hidden_size") or 0)
     heads = int(_required(config, "num_attention_heads"))
-    kv = int(config.get("num_key_value_heads") or heads)
+    kv = adapter.kv_heads(config)
     geometry = adapter.head_shape(config)
     linear = _LINEAR_FAMILIES[adapter.linear_attention_family].read(config) if adapter.linear_attention else None
     vision = tower.Geometry.read(full if full is not None else config, adapter.vision_tower) \

@@ -300,9 +300,13 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
 
 # Features of vLLM 0.32 (the version whose source hubpad's rules were read in) whose first release has not been read
 # offline: a derivative that uses one gets no minimum on its card (a minimum from its other features would be too
-# old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is. Empty since the late-2026
-# families' first releases were read (FIRST_RELEASE above); a feature added without reading its wheels goes here.
-UNREAD: dict[str, str] = {}
+# old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is. The late-2026 families'
+# first releases were read (FIRST_RELEASE above); a feature added without reading its wheels goes here.
+UNREAD: dict[str, str] = {
+    # nemotron_nas.py (vllm#15008, March 2025) builds each layer from block_configs; before it, DeciLMForCausalLM was
+    # Deci's 7B (decilm.py, from 0.2.7), which reads no block_configs. Its first wheel was not read offline.
+    "arch:DeciLMForCausalLM": "DeciLMForCausalLM building each layer from block_configs (nemotron_nas.py)",
+}
 
 
 def _key(version: str) -> tuple[int, ...]:
