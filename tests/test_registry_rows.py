@@ -21,7 +21,7 @@ from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
                    minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, nemotron_nas_real, qwen35_real,
-                   real_models, registry_real, step3p7_real, vlm_real)
+                   real_models, registry_real, step3p7_real, teleflm_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -112,6 +112,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "Qwen4ExpForConditionalGeneration": [(None, _with(linear_real.QWEN38_FLASH_NEXT_CONFIG,
                                                       linear_real.qwen4_exp_tensors))],
     "Step3TextForCausalLM": [(None, _with(STEP3_321B, step3_tensors))],
+    "TeleFLMForCausalLM": [(None, _with(teleflm_real.FLM2_52B, teleflm_real.tensors))],
     "Step3p7ForConditionalGeneration": [(None, _with(step3p7_real.STEP37_FLASH, step3p7_real.tensors))],
 }
 PAIR = re.compile(r"(\d+(?:/\d+)*)\s*→\s*(\d+(?:/\d+)*)")

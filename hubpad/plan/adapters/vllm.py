@@ -282,6 +282,8 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "reasoning:cohere_command3": ("0.21.0", "reasoning parser cohere_command3"),
     "arch:AfmoeForCausalLM": ("0.11.1", "AfmoeForCausalLM"),  # not in 0.11.0
     "arch:LagunaForCausalLM": ("0.21.0", "LagunaForCausalLM"),  # not in 0.20.2
+    # teleflm.py: the registry table's survey (docs/families.md, issue 33) dates the class to 0.8.2
+    "arch:TeleFLMForCausalLM": ("0.8.2", "TeleFLMForCausalLM"),
     "tool:poolside_v1": ("0.21.0", "tool-call parser poolside_v1"),
     "reasoning:poolside_v1": ("0.21.0", "reasoning parser poolside_v1"),
     "arch:MiniMaxM3SparseForCausalLM": ("0.24.0", "MiniMaxM3SparseForCausalLM"),  # not in 0.23.0
