@@ -149,7 +149,7 @@ SHAPE_FIELDS = {
               "replicated"},
 }
 _HEAD_KINDS = {"q", "kv", "o", "qkv"}  # qkv: a fused [q | k | v], each section padded at its end (plan/sections.py)
-_ROLE_KINDS = _HEAD_KINDS | {"rows", "cols", "copy"}
+_ROLE_KINDS = _HEAD_KINDS | {"rows", "cols", "gate_up", "copy"}  # gate_up: [gate | up], each half padded
 
 
 def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
@@ -177,7 +177,7 @@ def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
     if adapter.linear_attention:  # a family this module has no sentence for: unclaimed
         family = f"linear.{adapter.linear_attention_family}"
         out.append(family if family in MECHANISMS else f"unclaimed:linear attention {adapter.linear_attention_family}")
-    if kinds & {"rows", "cols"} or adapter.fused_experts:
+    if kinds & {"rows", "cols", "gate_up"} or adapter.fused_experts:
         out.append("mlp.channels")
     if adapter.vision_tower:
         out.append("tower.heads")

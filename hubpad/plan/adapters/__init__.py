@@ -42,6 +42,7 @@ from hubpad.plan.adapters.registry_refusals import REGISTRY_REFUSALS
 from hubpad.plan.adapters.mixtral import MIXTRAL, PHIMOE
 from hubpad.plan.adapters.nemotron_h import NEMOTRON_H, NEMOTRON_H_PUZZLE
 from hubpad.plan.adapters.nemotron_nas import NEMOTRON_NAS
+from hubpad.plan.adapters.plamo3 import PLAMO3
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
 from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP, QWEN4_EXP_TEXT
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
@@ -64,7 +65,7 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            NEMOTRON_H_PUZZLE, INKLING, INKLING_MODEL, ERNIE45_MOE, EXAONE4, EXAONE_MOE, COHERE, COHERE2,
                            COHERE2_MOE, AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, STEP3_TEXT, STEP3_VL,
                            GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4,
-                           NEMOTRON_NAS, TELEFLM]
+                           NEMOTRON_NAS, TELEFLM, PLAMO3]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

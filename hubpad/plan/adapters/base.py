@@ -28,7 +28,8 @@ class Role:
 
     kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads), "qkv" (rows = a fused
     [q | k | v] of attention then kv heads, each section padded at its end: plan/sections.py),
-    "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched). For the head kinds,
+    "rows"/"cols" (rows/columns = the intermediate dim of `group`), "gate_up" (rows = a fused [gate | up] of that dim
+    twice, each half padded at its end: plan/sections.py), "copy" (untouched). For the head kinds,
     `group` names the per-head width (HeadShape.widths) when it is not the kind's own, as MLA's kv_b_proj.
     """
 

@@ -284,6 +284,8 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:LagunaForCausalLM": ("0.21.0", "LagunaForCausalLM"),  # not in 0.20.2
     # teleflm.py: the registry table's survey (docs/families.md, issue 33) dates the class to 0.8.2
     "arch:TeleFLMForCausalLM": ("0.8.2", "TeleFLMForCausalLM"),
+    # plamo3.py: the registry table's survey dates the class to 0.12.0
+    "arch:Plamo3ForCausalLM": ("0.12.0", "Plamo3ForCausalLM"),
     "tool:poolside_v1": ("0.21.0", "tool-call parser poolside_v1"),
     "reasoning:poolside_v1": ("0.21.0", "reasoning parser poolside_v1"),
     "arch:MiniMaxM3SparseForCausalLM": ("0.24.0", "MiniMaxM3SparseForCausalLM"),  # not in 0.23.0
