@@ -14,10 +14,11 @@ import json
 
 import torch
 import transformers
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from transformers.models.llama import modeling_llama
 
 from hubpad.plan.adapters.nemotron_nas import ffn_width
+from tests.helpers import save_tiny
 
 # layer blocks: (n_heads_in_group or None for no attention, ffn_mult or None for no FFN); two group sizes, both no-ops
 BLOCKS = [(2, 6.0), (None, 24.0), (4, None), (2, 6.0)]
@@ -140,15 +141,8 @@ def build(path, seed: int = 0, dtype=torch.float64, spec=BLOCKS, remote_code: bo
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.3)
-    path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, path / "model.safetensors",
-              metadata={"format": "pt"})
-    cj["dtype"] = str(dtype).removeprefix("torch.")
-    if remote_code:
-        (path / "configuration_decilm.py").write_text(DECILM_CONFIG_CLASS)
-        cj["auto_map"] = {"AutoConfig": "configuration_decilm.DeciLMConfig"}
-    (path / "config.json").write_text(json.dumps(cj, indent=2))
-    return cj
+    return save_tiny(path, model.state_dict(), cj, dtype,
+                     ("configuration_decilm", DECILM_CONFIG_CLASS) if remote_code else None)
 
 
 def logits(path, ids: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,9 @@ import json
 import math
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+
+from tests.helpers import save_tiny
 
 TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=100,
             vocab_size=160, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=10000.0, rope_local_theta=500.0,
@@ -105,14 +107,7 @@ def build(path, seed: int = 0, dtype=torch.float64, remote_code: bool = False, *
     g = torch.Generator().manual_seed(seed)
     tensors = {name: (torch.randn(shape, generator=g, dtype=torch.float64) * 0.3).to(dtype)
                for name, shape in shapes(cj).items()}
-    path.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
-    cj["dtype"] = str(dtype).removeprefix("torch.")
-    if remote_code:
-        (path / "configuration_plamo3.py").write_text(PLAMO3_CONFIG_CLASS)
-        cj["auto_map"] = {"AutoConfig": "configuration_plamo3.Plamo3Config"}
-    (path / "config.json").write_text(json.dumps(cj, indent=2))
-    return cj
+    return save_tiny(path, tensors, cj, dtype, ("configuration_plamo3", PLAMO3_CONFIG_CLASS) if remote_code else None)
 
 
 def logits(path, ids: torch.Tensor) -> torch.Tensor:

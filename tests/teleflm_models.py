@@ -10,7 +10,9 @@ import json
 
 import torch
 import transformers
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+
+from tests.helpers import save_tiny
 
 TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=4, head_dim=16, intermediate_size=100,
             vocab_size=160, num_hidden_layers=2, max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
@@ -49,15 +51,8 @@ def build(path, seed: int = 0, dtype=torch.float64, remote_code: bool = False, *
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.3)
-    path.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, path / "model.safetensors",
-              metadata={"format": "pt"})
-    cj["dtype"] = str(dtype).removeprefix("torch.")
-    if remote_code:
-        (path / "configuration_teleflm.py").write_text(TELEFLM_CONFIG_CLASS)
-        cj["auto_map"] = {"AutoConfig": "configuration_teleflm.TeleFLMConfig"}
-    (path / "config.json").write_text(json.dumps(cj, indent=2))
-    return cj
+    return save_tiny(path, model.state_dict(), cj, dtype,
+                     ("configuration_teleflm", TELEFLM_CONFIG_CLASS) if remote_code else None)
 
 
 def logits(path, ids: torch.Tensor) -> torch.Tensor:
