@@ -39,11 +39,13 @@ def _heads_and_width(heads: int, kv: int, inter: int):
     return check
 
 
-# family -> (models module, build kwargs, its config class file, the derivative's config check)
+# family -> (models module, build kwargs, its config class file, the derivative's config check); the seeds whose greedy
+# steps lead by 0.047 / 0.059 (seed 0: 2.9e-3 / 9.7e-3 from a tie, in vLLM and in the float64 references alike)
 CASES = {
-    "nemotron-nas": ("tests.nemotron_nas_models", dict(_BASE, spec=[(2, 3.0), (None, 6.0), (4, None), (2, 3.0)]),
+    "nemotron-nas": ("tests.nemotron_nas_models",
+                     dict(_BASE, spec=[(2, 3.0), (None, 6.0), (4, None), (2, 3.0)], seed=10),
                      "configuration_decilm.py", _nas),
-    "teleflm": ("tests.teleflm_models", dict(_BASE, num_key_value_heads=4, head_dim=32, intermediate_size=256),
+    "teleflm": ("tests.teleflm_models", dict(_BASE, num_key_value_heads=4, head_dim=32, intermediate_size=256, seed=6),
                 "configuration_teleflm.py", _heads_and_width(6, 6, 384)),
     "plamo3": ("tests.plamo3_models", dict(_BASE, num_key_value_heads=2, head_dim=32, intermediate_size=256),
                "configuration_plamo3.py", _heads_and_width(6, 3, 384)),
