@@ -19,8 +19,9 @@ from hubpad.plan.model import config_changes
 from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
-from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
-                   minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, nemotron_nas_real, qwen35_real,
+from tests import (diffusion_gemma_real, dsa_real, dsv41_real, dsv4_real, gemma4_real, glm_real, gqa_real, hybrid_real,
+                   inkling_real, internvl_real, linear_real, llama_line_real, mimo_real, minimax_real, mla2_real,
+                   mla_line_real, mla_real, muse_glimmer_real, nemotron_h_real, nemotron_nas_real, qwen35_real,
                    real_models, registry_real, step3p7_real, teleflm_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
@@ -38,6 +39,11 @@ def _with(cfg: dict, tensors: Callable[[dict], list]) -> Layout:
 def _registry(name: str) -> Layout:
     cfg, tensors = registry_real.MODELS[name]
     return _with(cfg, tensors)
+
+
+def _llama_line(name: str) -> tuple[dict, list]:
+    cfg, tensors = llama_line_real.MODELS[name]
+    return cfg, tensors(cfg)
 
 
 def _gqa(name: str) -> Layout:
@@ -60,9 +66,12 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "DeepseekV4ForCausalLM": [("Flash", _with(dsv4_real.FLASH_CONFIG, dsv4_real.v4_tensors)),
                               ("Pro", _with(dsv4_real.PRO_CONFIG, dsv4_real.v4_tensors))],
     "DeepseekV41ForCausalLM": [(None, _with(dsv41_real.FLASH, dsv41_real.v41_tensors))],
+    "DiffusionGemmaForBlockDiffusion": [(None, _with(diffusion_gemma_real.DIFFUSION_GEMMA_26B,
+                                                     diffusion_gemma_real.tensors))],
     "Dots3NoteForCausalLM": [("BF16", _with(mla_line_real.DOTS3_NOTE_CONFIG, mla_line_real.dots3_note_tensors)),
                              ("FP8", _with(mla_line_real.DOTS3_NOTE_FP8_CONFIG, mla_line_real.dots3_note_tensors))],
     "Ernie4_5_MoeForCausalLM": [(None, _gqa("baidu/ERNIE-4.5-300B-A47B-PT"))],
+    "ExaoneForCausalLM": [(None, lambda: _llama_line("LGAI-EXAONE/EXAONE-3.5-32B-Instruct"))],
     "Exaone4ForCausalLM": [(None, _gqa("LGAI-EXAONE/EXAONE-4.0-32B"))],
     "ExaoneMoeForCausalLM": [(None, _gqa("LGAI-EXAONE/K-EXAONE-236B-A23B"))],
     "Gemma2ForCausalLM": [(None, _registry("google/gemma-2-27b-it"))],
@@ -79,6 +88,12 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "GptOssForCausalLM": [(None, lambda: gpt_oss_real(*GPT_OSS_SIZES["openai/gpt-oss-120b"]))],
     "HYV3ForCausalLM": [(None, _with(HY3_CONFIG, lambda c: tiny_hy3_tensors(c, "bf16")))],
     "HYV4ForCausalLM": [(None, _with(dsa_real.HY4_CONFIG, dsa_real.hy4_tensors))],
+    "InternVLChatModel": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B"]))],
+    "InternVLForConditionalGeneration": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B-hf"]))],
+    "InternS1ForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S1"]))],
+    "InternS2PreviewForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S2-Preview"]))],
+    "NVLM_D": [(None, _with(*internvl_real.MODELS["nvidia/NVLM-D-72B"]))],
+    "SkyworkR1VChatModel": [(None, _with(*internvl_real.MODELS["Skywork/Skywork-R1V-38B"]))],
     "InklingForConditionalGeneration": [("Inkling", _with(inkling_real.INKLING, inkling_real.tensors))],
     "K2HorizonForCausalLM": [("375B", _with(mla_line_real.K2_HORIZON_375B_CONFIG, mla_line_real.k2_horizon_tensors)),
                              ("MoVA", _with(mla_line_real.K2_HORIZON_MOVA_36B_CONFIG,
@@ -86,20 +101,29 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "KimiK25ForConditionalGeneration": [(None, _with(vlm_real.KIMI_K25_CONFIG, vlm_real.kimi_k25_tensors))],
     "KimiK3ForConditionalGeneration": [(None, _with(linear_real.KIMI_K3_CONFIG, linear_real.kimi_k3_tensors))],
     "KimiLinearForCausalLM": [(None, _with(linear_real.KIMI_LINEAR_48B_CONFIG, linear_real.kimi_tensors))],
+    "IQuestCoderForCausalLM": [(None, lambda: _llama_line("IQuestLab/IQuest-Coder-V1-40B-Instruct"))],
     "LagunaForCausalLM": [(None, _gqa("poolside/laguna-XS.2"))],
     "LlamaForCausalLM": [(None, _with(real_models.LLAMA33_70B, real_models.header_only_tensors))],
     "Llama4ForConditionalGeneration": [(None, _with(vlm_real.LLAMA4_SCOUT_CONFIG, vlm_real.llama4_tensors))],
     "LongcatFlashForCausalLM": [(None, _with(dsa_real.LONGCAT_FLASH_CONFIG, dsa_real.longcat_tensors))],
+    "LongcatFlashNgramForCausalLM": [(None, _with(mla2_real.LONGCAT_FLASH_LITE_CONFIG, mla2_real.lite_tensors))],
     "MiMoV2FlashForCausalLM": [("Flash", _with(mimo_real.MIMO_V2_FLASH, mimo_real.tensors)),
                                ("Pro", _with(mimo_real.MIMO_V2_5_PRO, mimo_real.pro_tensors))],
     "MiMoV2OmniForCausalLM": [(None, _with(mimo_real.MIMO_V2_5, mimo_real.pro_tensors))],
     "MiniMaxM2ForCausalLM": [(None, _with(minimax_real.M2_CONFIG, minimax_real.m2_tensors))],
     "MiniMaxM3SparseForConditionalGeneration": [(None, lambda: (minimax_real.M3_CONFIG, minimax_real.m3_tensors()))],
+    "MuseGlimmerForConditionalGeneration": [(None, _with(muse_glimmer_real.MUSE_GLIMMER_30B, muse_glimmer_real.tensors))],
     "NemotronForCausalLM": [(None, _registry("nvidia/Nemotron-4-340B-Instruct (HF conversion)"))],
     "NemotronHForCausalLM": [("Super", _with(nemotron_h_real.SUPER, nemotron_h_real.tensors)),
                              ("Ultra", _with(nemotron_h_real.ULTRA, nemotron_h_real.tensors))],
     "NemotronHPuzzleForCausalLM": [(None, _with(nemotron_h_real.PUZZLE, nemotron_h_real.tensors))],
+    "PanguUltraMoEForCausalLM": [(None, _with(mla2_real.PANGU_ULTRA_MOE_CONFIG, mla2_real.pangu_tensors))],
+    "BailingMoeV3ForCausalLM": [("Ling 3", _with(hybrid_real.LING3_FLASH, hybrid_real.ling3_tensors))],
+    "FalconH1ForCausalLM": [(None, _with(hybrid_real.FALCON_H1_34B, hybrid_real.falcon_h1_tensors))],
     "PhiMoEForCausalLM": [(None, _registry("microsoft/Phi-3.5-MoE-instruct"))],
+    "SarvamMLAForCausalLM": [(None, _with(mla2_real.SARVAM_105B_CONFIG, mla2_real.sarvam_tensors))],
+    "SolarForCausalLM": [(None, lambda: _llama_line("upstage/solar-pro-preview-instruct"))],
+    "TeleChat3ForCausalLM": [(None, lambda: _llama_line("Tele-AI/TeleChat3-36B"))],
     "Qwen2ForCausalLM": [("72B", _with(real_models.QWEN25_72B, real_models.header_only_tensors)),
                          ("32B", _with(vlm_real.QWQ_32B, vlm_real.qwen2_tensors))],
     "Qwen2MoeForCausalLM": [(None, _with(vlm_real.QWEN2_57B_A14B, vlm_real.qwen2_moe_tensors))],

@@ -14,9 +14,9 @@ route Qwen2-MoE takes) refuses hidden_size % heads != 0. So no padded head count
 8 kv serve as they are at TP 2, 4 and 8.
 
 Encoders vLLM shards by heads (`sharded_tower_refusal`: LLaVA, LLaVA-NeXT(-Video), LLaVA-OneVision, PaliGemma, Aria,
-Mistral 3, Command A Vision, Ultravox, Voxtral): their classes have no data-parallel encoder mode, and the CLIP /
-SigLIP / Pixtral / Whisper attention derives head_dim from hidden_size // heads, so 16 or 20 heads cannot become a
-count that divides 3 or 6 (the reason multimodal Gemma 3 is refused, adapters/gemma.py).
+Mistral 3, Command A Vision, Ultravox, Voxtral, Ling V3 VL): their classes have no data-parallel encoder mode, and the
+CLIP / SigLIP / Pixtral / Whisper / Qwen3 ViT attention derives head_dim from hidden_size // heads, so 16 or 20 heads
+cannot become a count that divides 3 or 6 (the reason multimodal Gemma 3 is refused, adapters/gemma.py).
 """
 
 LLAMA4_REFUSAL = (
@@ -61,7 +61,34 @@ SHARDED_TOWER_REFUSALS: dict[str, str] = {
                                       "Mistral3ForConditionalGeneration", "Pixtral vision tower", 16, 64),
     "cohere2_vision": sharded_tower_refusal("Command A Vision", "cohere2_vision",
                                             "Cohere2VisionForConditionalGeneration", "SigLIP2 vision tower", 16, 72),
+    # Ling-3.0-flash-VL: a Qwen3 ViT (vLLM's Qwen3_VisionTransformer: head_dim = hidden_size // num_heads, 1152 / 16)
+    # whose class sets no supports_encoder_tp_data (bailing_moe_v3_vl.py), whatever its Ling 3 language model allows
+    "bailing_moe_v3_vl": sharded_tower_refusal("Ling V3 VL", "bailing_moe_v3_vl",
+                                               "BailingMoeV3VLForConditionalGeneration", "Qwen3 ViT vision tower",
+                                               16, 72),
     "ultravox": sharded_tower_refusal("Ultravox", "ultravox", "UltravoxModel", "Whisper audio encoder", 20, 64),
     "voxtral": sharded_tower_refusal("Voxtral", "voxtral", "VoxtralForConditionalGeneration", "Whisper audio encoder",
                                      20, 64),
 }
+# Qwen3-Omni (Qwen/Qwen3-Omni-30B-A3B-Instruct): vLLM serves only its thinker (qwen3_omni_moe_thinker.py drops the
+# `talker.` and `code2wav.` weights). The audio encoder (20 heads) replicates itself where its heads do not divide TP,
+# but the vision encoder (Qwen2_5_VisionAttention: 16 heads of 72, head_dim = hidden // heads; its MLP of 4304
+# column-parallel) is sharded by TP, and the class sets no supports_encoder_tp_data.
+SHARDED_TOWER_REFUSALS["qwen3_omni_moe"] = sharded_tower_refusal(
+    "Qwen3-Omni", "qwen3_omni_moe", "Qwen3OmniMoeThinkerForConditionalGeneration", "vision encoder", 16, 72)
+
+# Nemotron 3 Omni (NemotronH_Nano_VL_V2 in nano_nemotron_vl.py): the language model is nemotron_h (padded as text),
+# but the RADIO vision tower's MLP (intern_vit.py InternMLP: fc1 column-parallel, fc2 row-parallel) is sharded by TP
+# unless the encoder runs data-parallel, which the class does not support (--mm-encoder-tp-mode data falls back to
+# weights), and vLLM's RadioConfig takes the tower's widths from the model name (vit_huge_patch16_224: hidden 1280,
+# 16 heads, MLP 5120), not from config.json: 5120 divides neither 3 nor 6 and no padding can reach it.
+NEMOTRON_OMNI_REFUSAL = (
+    "Nemotron 3 Omni (model_type {mt!r}) is not supported: vLLM's NemotronH_Nano_VL_V2 shards the RADIO vision "
+    "tower's MLP by TP (intern_vit.py InternMLP) and has no data-parallel encoder mode, and vLLM's RadioConfig takes "
+    "that MLP's width from the model name (vit_huge_patch16_224: 5120, which divides neither 3 nor 6), not from "
+    "config.json, so no padding reaches it; it serves as it is at TP 2, 4 and 8, and the text-only Nemotron 3 "
+    "checkpoints (model_type 'nemotron_h') pad at TP 3 and 6")
+NEMOTRON_OMNI_REFUSALS: dict[str, str] = {
+    mt: NEMOTRON_OMNI_REFUSAL.format(mt=mt)
+    for mt in ("NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
+               "nemotron_h_omni")}
