@@ -36,6 +36,26 @@ def assert_same_logits(before, after, label: str, rel: float = 1e-12) -> float:
     return delta
 
 
+def save_tiny(path: Path, tensors: dict, config_json: dict, dtype, config_class: tuple[str, str] | None = None) -> dict:
+    """Save a tiny checkpoint (one safetensors file and config.json, which gets `dtype`); with `config_class`
+    ((module file stem, its source)), also the config class vLLM loads with --trust-remote-code, named in auto_map.
+    Returns config.json."""
+    import json
+
+    from safetensors.torch import save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, path / "model.safetensors", metadata={"format": "pt"})
+    config_json["dtype"] = str(dtype).removeprefix("torch.")
+    if config_class is not None:
+        stem, source = config_class
+        (path / f"{stem}.py").write_text(source)
+        name = source.split("class ", 1)[1].split("(", 1)[0]
+        config_json["auto_map"] = {"AutoConfig": f"{stem}.{name}"}
+    (path / "config.json").write_text(json.dumps(config_json, indent=2))
+    return config_json
+
+
 def mirror_and_verify(src, dst, tp, *extra: str):
     """`hubpad mirror SRC --tp N --to DST` then `hubpad verify SRC DST`, each required to pass; the verify result."""
     result = cli("mirror", src, "--tp", tp, "--to", dst, *extra)

@@ -21,8 +21,9 @@ from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (diffusion_gemma_real, dsa_real, dsv41_real, dsv4_real, gemma4_real, glm_real, gqa_real, hybrid_real,
                    inkling_real, internvl_real, linear_real, llama_line_real, mimo_real, minimax_real, mla2_real,
-                   mla_line_real, mla_real, muse_glimmer_real, nemotron_h_real, qwen35_real, real_models, registry_real,
-                   step3p7_real, vlm_families_real, vlm_real)
+                   mla_line_real, mla_real, muse_glimmer_real, nemotron_h_real, nemotron_nas_real, qwen35_real,
+                   real_models, registry_real, step3p7_real, teleflm_real, vlm_families_real,
+                   vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -56,6 +57,8 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "ApertusForCausalLM": [(None, _registry("swiss-ai/Apertus-70B-Instruct-2509"))],
     "CohereForCausalLM": [("R+", _gqa("CohereLabs/c4ai-command-r-plus")), ("R", _gqa("CohereLabs/c4ai-command-r-v01"))],
     "Cohere2ForCausalLM": [(None, _gqa("CohereLabs/c4ai-command-a-03-2025"))],
+    "DeciLMForCausalLM": [("Super", _with(nemotron_nas_real.SUPER_49B, nemotron_nas_real.tensors)),
+                          ("Ultra", _with(nemotron_nas_real.ULTRA_253B, nemotron_nas_real.tensors))],
     "DeepseekV2ForCausalLM": [("V2.5", _with(mla_line_real.DEEPSEEK_V2_CONFIG, mla_line_real.mla_tensors)),
                               ("Lite", _with(mla_line_real.DEEPSEEK_V2_LITE_CONFIG, mla_line_real.mla_tensors))],
     "DeepseekV3ForCausalLM": [("DeepSeek-V3", _with(mla_real.DEEPSEEK_V3_CONFIG, mla_real.mla_tensors)),
@@ -136,6 +139,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "Qwen4ExpForConditionalGeneration": [(None, _with(linear_real.QWEN38_FLASH_NEXT_CONFIG,
                                                       linear_real.qwen4_exp_tensors))],
     "Step3TextForCausalLM": [(None, _with(STEP3_321B, step3_tensors))],
+    "TeleFLMForCausalLM": [(None, _with(teleflm_real.FLM2_52B, teleflm_real.tensors))],
     "Step3p7ForConditionalGeneration": [(None, _with(step3p7_real.STEP37_FLASH, step3p7_real.tensors))],
 }
 PAIR = re.compile(r"(\d+(?:/\d+)*)\s*→\s*(\d+(?:/\d+)*)")

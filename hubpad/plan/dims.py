@@ -126,13 +126,14 @@ MLP_TILE = 128
 EXPERT_TILE = 64
 
 
-def choose_intermediate(size: int, tp: int, n_align: int, k_align: int, tile: int = 1) -> int:
+def choose_intermediate(size: int, tp: int, n_align: int, k_align: int, tile: int = 1, multiple: int = 1) -> int:
     """`size` when its per-rank slice meets both alignments; else the smallest larger size whose per-rank slice
-    is a multiple of the alignments and of `tile` (the width padding grows in)."""
+    is a multiple of the alignments and of `tile` (the width padding grows in), and whose total is a multiple of
+    `multiple` (the widths a family's config can state: Adapter.intermediate_multiple)."""
     step = math.lcm(n_align, k_align)
-    if size % tp == 0 and (size // tp) % step == 0:
+    if size % tp == 0 and (size // tp) % step == 0 and size % multiple == 0:
         return size
-    quantum = tp * math.lcm(step, tile)
+    quantum = math.lcm(tp * math.lcm(step, tile), multiple)
     return -(-size // quantum) * quantum
 
 

@@ -142,11 +142,12 @@ ADAPTER_FIELDS = {
                   "presharded_qkv", "linear_attention", "linear_attention_family", "layer_qk_norms", "lossless",
                   "vision_tower"},
     # shared_experts_key: how wide the shared experts' group grows (its layers' rows/cols roles give mlp.channels);
-    # keep_files: upstream files copied as they are; vllm_config_rejects_uneven_heads: when the card needs vllm_route
+    # keep_files: upstream files copied as they are; vllm_config_rejects_uneven_heads: when the card needs vllm_route;
+    # intermediate_multiple: which padded widths may be chosen (zero columns whatever the width)
     "other": {"name", "model_types", "copy_modules", "copy_params", "per_head_norms", "hidden_must_divide_by_heads",
               "vllm_head_dim_from_hidden", "vllm_route", "mtp_fc_shards_hidden", "tp_at_most_experts", "vllm_reads",
               "text_config", "layers", "architectures", "tied_keys", "shared_experts_key", "keep_files",
-              "vllm_config_rejects_uneven_heads"},
+              "vllm_config_rejects_uneven_heads", "intermediate_multiple"},
 }
 SHAPE_FIELDS = {
     "mechanism": {"kv_heads", "group", "per_kv"},
@@ -157,7 +158,7 @@ SHAPE_FIELDS = {
               "replicated"},
 }
 _HEAD_KINDS = {"q", "kv", "o", "qkv"}  # qkv: a fused [q | k | v], each section padded at its end (plan/sections.py)
-_ROLE_KINDS = _HEAD_KINDS | {"rows", "cols", "copy"}
+_ROLE_KINDS = _HEAD_KINDS | {"rows", "cols", "gate_up", "copy"}  # gate_up: [gate | up], each half padded
 
 
 def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
@@ -185,7 +186,7 @@ def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
     if adapter.linear_attention:  # a family this module has no sentence for: unclaimed
         family = f"linear.{adapter.linear_attention_family}"
         out.append(family if family in MECHANISMS else f"unclaimed:linear attention {adapter.linear_attention_family}")
-    if kinds & {"rows", "cols"} or adapter.fused_experts:
+    if kinds & {"rows", "cols", "gate_up"} or adapter.fused_experts:
         out.append("mlp.channels")
     if adapter.vision_tower:
         out.append("tower.heads" if "heads" in adapter.vision_tower.shards else "tower.mlp")

@@ -188,8 +188,9 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     h2, kv2, relabelled = choose_heads_and_label(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden,
                                                  inputs.adapter, inputs.text)
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
-    new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g)) if g in group_align else size
-                 for g, (_, size) in shape.inter.items()}
+    multiple = inputs.adapter.intermediate_multiple
+    new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g), multiple=multiple)
+                 if g in group_align else size for g, (_, size) in shape.inter.items()}
     new_inter = inputs.adapter.tied_intermediate(inputs.text, new_inter)
     linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
     tower2 = tower.choose(shape.tower, tp) if shape.tower is not None else None
@@ -337,7 +338,7 @@ def _shape(config: dict, adapter: Adapter, full: dict | None = None) -> _Shape:
     `full` (config.json itself)."""
     hidden = int(config.get("hidden_size") or 0)
     heads = int(_required(config, "num_attention_heads"))
-    kv = int(config.get("num_key_value_heads") or heads)
+    kv = adapter.kv_heads(config)
     geometry = adapter.head_shape(config)
     linear = _LINEAR_FAMILIES[adapter.linear_attention_family].read(config) if adapter.linear_attention else None
     vision = tower.Geometry.read(full if full is not None else config, adapter.vision_tower) \
@@ -522,7 +523,7 @@ def _alignments(distinct: list[tuple[str, Role, LinearLayout]], fused: bool = Fa
             a[0] = a[1] = math.lcm(a[0], lay.moe_align)
         else:
             a = group_align.setdefault(role.group, [1, 1])  # the format's rules; padding grows in MLP_TILE
-            if role.kind == "rows":
+            if role.kind in ("rows", "gate_up"):  # a fused [gate | up]: each half shards by rank
                 a[0] = math.lcm(a[0], lay.n_align)
             else:
                 a[1] = math.lcm(a[1], lay.k_align)
@@ -544,7 +545,8 @@ def _check_config_against_headers(distinct: list[tuple[str, Role, LinearLayout]]
             if role.group not in shape.inter:
                 raise ConfigError(f"tensor {module}: config.json has no size for its {role.group} intermediate "
                                   f"({', '.join(adapter.intermediate_keys.get(role.group, ()))})")
-            attr, want = ("out_features" if role.kind == "rows" else "in_features"), shape.inter[role.group][1]
+            attr = "in_features" if role.kind == "cols" else "out_features"
+            want = shape.inter[role.group][1] * (2 if role.kind == "gate_up" else 1)
         if getattr(lay, attr) != want:
             raise ConfigError(f"tensor {module}: {attr.replace('_', ' ')} {getattr(lay, attr)} disagrees with "
                               f"config.json ({want})")
@@ -642,8 +644,8 @@ def _tensor_plans(m: _Modules, shape: _Shape, h2: int, kv2: int, new_inter: dict
         recipe = recipes.get(kind)
         if recipe is None:
             out2, in2 = padded_features(role, lay, shape.geometry, h2, kv2, new_inter)
-            if role.kind == "qkv":
-                rows, rows2 = qkv_rows(shape.geometry, shape.heads, shape.kv), qkv_rows(shape.geometry, h2, kv2)
+            if role.kind in ("qkv", "gate_up"):
+                rows, rows2 = _sections(role, shape, h2, kv2, new_inter)
                 recipe = recipes[kind] = [_fused_recipe(t, suffix, lay, rows, rows2, in2, role)
                                           for suffix, t in params.items()]
             else:
@@ -725,9 +727,16 @@ def _recipe(t: TensorInfo, suffix: str, lay: LinearLayout, out2: int, in2: int,
     return plan.op, plan.shape, plan.nbytes
 
 
+def _sections(role: Role, shape: _Shape, h2: int, kv2: int, new_inter: dict[str, int]) -> tuple[list[int], list[int]]:
+    """The rows of a fused layer's sections before and after padding: [q | k | v], or [gate | up]."""
+    if role.kind == "qkv":
+        return qkv_rows(shape.geometry, shape.heads, shape.kv), qkv_rows(shape.geometry, h2, kv2)
+    return [shape.inter[role.group][1]] * 2, [new_inter[role.group]] * 2
+
+
 def _fused_recipe(t: TensorInfo, suffix: str, lay: LinearLayout, rows: list[int], rows2: list[int], in2: int,
                   role: Role) -> tuple[PadOp, tuple, int | None]:
-    """_recipe's answer for a parameter of a fused [q | k | v] layer (plan/sections.py)."""
+    """_recipe's answer for a parameter of a fused [q | k | v] or [gate | up] layer (plan/sections.py)."""
     plan = _finish(t, *sections_op(t, suffix, lay, rows, rows2, in2, role))
     return plan.op, plan.shape, (None if plan is t else plan.nbytes)
 
@@ -748,6 +757,8 @@ def padded_features(role: Role, lay: LinearLayout, hs: HeadShape | int, h2: int,
         in2 = HeadShape.of(hs).head_count(role.width_key, h2) * width
     elif role.kind == "rows":
         out2 = new_inter[role.group]
+    elif role.kind == "gate_up":
+        out2 = 2 * new_inter[role.group]
     elif role.kind == "cols":
         in2 = new_inter[role.group]
     return out2, in2

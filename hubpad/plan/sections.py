@@ -1,6 +1,7 @@
 """A linear layer whose output rows are consecutive sections, each sharded on its own and padded at its own end: a
 fused [q | k | v] projection (Ling / Ring's `attention.query_key_value`, which vLLM's QKVParallelLinear loads whole
-and splits by the config's head counts before sharding each part).
+and splits by the config's head counts before sharding each part), or a fused [gate | up] MLP projection (PLaMo 3's
+`mlp.gate_up_proj`, which vLLM's MergedColumnParallelLinear splits in two halves of the intermediate size).
 
 Each section's recipe is the one the format's rules give a layer of that section's rows (plan/ops.py `tensor_op`), so
 every storage format whose parameters hold rows along their first axis pads the same way: weights, biases, per-row
@@ -36,7 +37,7 @@ def sections_op(t: TensorInfo, suffix: str, layout: LinearLayout, rows: list[int
     `rows2` (each at its end) and whose input grows to `in2`."""
     out1 = layout.out_features
     if layout.batch or layout.name not in _ROW_FIRST:
-        raise ConfigError(f"tensor {t.name}: a fused [q | k | v] layer in {layout.name} storage is not one hubpad pads "
+        raise ConfigError(f"tensor {t.name}: a fused layer ({role.kind}) in {layout.name} storage is not one hubpad pads "
                           f"(its rows must lie along the first axis of every parameter)")
     if suffix in _NOT_ROWS or _prod(t.shape) <= 1:  # one value, a shape record, a column index: not per row
         return tensor_op(t, suffix, layout, sum(rows2), in2, role)

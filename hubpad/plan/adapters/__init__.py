@@ -47,6 +47,8 @@ from hubpad.plan.adapters.registry_refusals import REGISTRY_REFUSALS
 from hubpad.plan.adapters.mixtral import MIXTRAL, PHIMOE
 from hubpad.plan.adapters.muse_glimmer import MUSE_GLIMMER, MUSE_GLIMMER_TEXT
 from hubpad.plan.adapters.nemotron_h import NEMOTRON_H, NEMOTRON_H_PUZZLE
+from hubpad.plan.adapters.nemotron_nas import NEMOTRON_NAS
+from hubpad.plan.adapters.plamo3 import PLAMO3
 from hubpad.plan.adapters.openpangu import PANGU_ULTRA_MOE
 from hubpad.plan.adapters.sarvam import SARVAM_MLA
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
@@ -56,6 +58,7 @@ from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
 from hubpad.plan.adapters.solar import SOLAR
 from hubpad.plan.adapters.step3 import STEP3_TEXT, STEP3_VL
 from hubpad.plan.adapters.step3p7 import STEP3P7
+from hubpad.plan.adapters.teleflm import TELEFLM
 from hubpad.plan.adapters.ungated import APERTUS, NEMOTRON
 
 __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "check_config_values", "check_refused",
@@ -75,7 +78,8 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER, TELECHAT3, SOLAR, EXAONE,
                            INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1, INTERNS2_PREVIEW,
                            PANGU_ULTRA_MOE, SARVAM_MLA,
-                           FALCON_H1, LING3]
+                           FALCON_H1, LING3,
+                           NEMOTRON_NAS, TELEFLM, PLAMO3]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

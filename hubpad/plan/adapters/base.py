@@ -28,7 +28,8 @@ class Role:
 
     kind: "q" (rows = attention heads), "kv" (rows = kv heads), "o" (columns = attention heads), "qkv" (rows = a fused
     [q | k | v] of attention then kv heads, each section padded at its end: plan/sections.py),
-    "rows"/"cols" (rows/columns = the intermediate dim of `group`), "copy" (untouched). For the head kinds,
+    "rows"/"cols" (rows/columns = the intermediate dim of `group`), "gate_up" (rows = a fused [gate | up] of that dim
+    twice, each half padded at its end: plan/sections.py), "copy" (untouched). For the head kinds,
     `group` names the per-head width (HeadShape.widths) when it is not the kind's own, as MLA's kv_b_proj.
     """
 
@@ -268,6 +269,9 @@ class Adapter:
     # K2-Horizon): the "shared" group has no key of its own, its size follows the routed experts' padded width
     # (`tied_intermediate`), zeros at its end.
     shared_experts_key: str | None = None
+    # vLLM derives the MLP widths from config values that only state multiples of this (DeciLM's ffn_mult, rounded up
+    # to 256): a padded width is one of them too.
+    intermediate_multiple: int = 1
 
     def __getattr__(self, name: str):
         """The compiled patterns, made on first use: hubpad knows ~70 adapters and a run uses one, so compiling
@@ -458,6 +462,11 @@ class Adapter:
         needed = ((self.vllm_head_dim_from_hidden and head_dim and hidden // heads != head_dim)
                   or (self.vllm_config_rejects_uneven_heads and hidden % heads != 0))
         return self.vllm_route.record(config) if needed else None
+
+    def kv_heads(self, config: dict) -> int:
+        """The kv heads of the layers whose k/v width key is "kv" (HeadShape.per_kv): num_key_value_heads, else every
+        head its own (multi-head)."""
+        return int(config.get("num_key_value_heads") or config.get("num_attention_heads") or 1)
 
     def head_shape(self, config: dict) -> HeadShape:
         """Rows/columns per head of each head-sharded layer: head_dim everywhere (multi-head / grouped-query)."""

@@ -295,6 +295,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "reasoning:cohere_command3": ("0.21.0", "reasoning parser cohere_command3"),
     "arch:AfmoeForCausalLM": ("0.11.1", "AfmoeForCausalLM"),  # not in 0.11.0
     "arch:LagunaForCausalLM": ("0.21.0", "LagunaForCausalLM"),  # not in 0.20.2
+    # teleflm.py: the registry table's survey (docs/families.md, issue 33) dates the class to 0.8.2
+    "arch:TeleFLMForCausalLM": ("0.8.2", "TeleFLMForCausalLM"),
+    # plamo3.py: the registry table's survey dates the class to 0.12.0
+    "arch:Plamo3ForCausalLM": ("0.12.0", "Plamo3ForCausalLM"),
     "tool:poolside_v1": ("0.21.0", "tool-call parser poolside_v1"),
     "reasoning:poolside_v1": ("0.21.0", "reasoning parser poolside_v1"),
     "arch:MiniMaxM3SparseForCausalLM": ("0.24.0", "MiniMaxM3SparseForCausalLM"),  # not in 0.23.0
@@ -328,12 +332,15 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
 
 # Features of vLLM 0.32 (the version whose source hubpad's rules were read in) whose first release has not been read
 # offline: a derivative that uses one gets no minimum on its card (a minimum from its other features would be too
-# old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is. Empty since the late-2026
+# old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is. The late-2026
 # families' first releases were read (FIRST_RELEASE above); a feature added without reading its wheels goes here.
 UNREAD: dict[str, str] = {
     "encoder-dp:InternVLChatModel": "a data-parallel vision encoder for InternVL-Chat",
     "encoder-dp:NVLM_D": "a data-parallel vision encoder for NVLM-D",
     "hf-overrides:nested": "--hf-overrides reaching a nested text_config (ModelConfig._apply_dict_overrides)",
+    # nemotron_nas.py (vllm#15008, March 2025) builds each layer from block_configs; before it, DeciLMForCausalLM was
+    # Deci's 7B (decilm.py, from 0.2.7), which reads no block_configs. Its first wheel was not read offline.
+    "arch:DeciLMForCausalLM": "DeciLMForCausalLM building each layer from block_configs (nemotron_nas.py)",
 }
 
 
