@@ -130,6 +130,11 @@ FAMILIES: dict[str, Family] = {
                          seed=4),  # seed 0: a greedy step 5.2e-3 from a tie (seen in vLLM, and in transformers)
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
                       reference_tp=_SAME_HEADS_PER_RANK),
+    # A.X-K1: DeepSeek-V3's MLA and MoE with post_mlp_layernorm on the MoE output (transformers' AXK1 class; vLLM's
+    # AXK1ForCausalLM reads first_k_dense_replace, which transformers 5.24 saves as mlp_layer_types); no MTP layer
+    # (vLLM has no A.X-K1 drafter and skips its weights)
+    "axk1": Family("axk1", {k: v for k, v in _MLA.items() if k != "num_nextn_predict_layers"}, engine=_CPU_MLA,
+                   published_keys={"first_k_dense_replace": 1}, reference_tp=_SAME_HEADS_PER_RANK),
     # GLM-4.7-Flash: the same MLA with GLM's MoE block (sigmoid routing and correction bias always, one group, as
     # published), its MTP layer; transformers' class picks dense / MoE layers from mlp_layer_types (1 dense, then MoE),
     # vLLM's from first_k_dense_replace, which published configs state and transformers does not save

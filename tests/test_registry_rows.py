@@ -20,8 +20,8 @@ from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
-                   minimax_real, mimo_real, mla_line_real, mla_real, nemotron_h_real, qwen35_real, real_models,
-                   registry_real, step3p7_real, vlm_real)
+                   minimax_real, mimo_real, mla_line_real, mla_real, moe_stream_real, nemotron_h_real, qwen35_real,
+                   real_models, registry_real, step3p7_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -111,6 +111,9 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
                                                       linear_real.qwen4_exp_tensors))],
     "Step3TextForCausalLM": [(None, _with(STEP3_321B, step3_tensors))],
     "Step3p7ForConditionalGeneration": [(None, _with(step3p7_real.STEP37_FLASH, step3p7_real.tensors))],
+    "Step3p5ForCausalLM": [(None, _with(step3p7_real.STEP35_FLASH, step3p7_real.step35_tensors))],
+    "AXK1ForCausalLM": [(None, _with(moe_stream_real.AXK1_CONFIG, moe_stream_real.axk1_tensors))],
+    "SarvamMoEForCausalLM": [(None, _with(moe_stream_real.SARVAM_30B, moe_stream_real.ling_tensors))],
 }
 PAIR = re.compile(r"(\d+(?:/\d+)*)\s*→\s*(\d+(?:/\d+)*)")
 GB = re.compile(r"([\d.]+) / ([\d.]+)(?: GB)?")
