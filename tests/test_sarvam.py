@@ -1,4 +1,4 @@
-"""Sarvam MoE (`sarvam_moe`, SarvamMoEForCausalLM): Ling's layout and vLLM class (adapters/sarvam.py), proven in float64
+"""Sarvam MoE (`sarvam_moe`, SarvamMoEForCausalLM): Ling's layout and vLLM class (adapters/sarvam_moe.py), proven in float64
 with transformers' own class for it (AutoModelForCausalLM: Glm4MoeForCausalLM through conversion_mapping's
 `sarvam_moe`, which reads the published names) and with the reference written after vLLM's bailing_moe.py
 (tests/bailing_models.py), original against the `hubpad mirror` + `hubpad verify` derivative at TP 3 and 6.
