@@ -1,6 +1,7 @@
 """Tiny A.X-K1 checkpoints (`axk1`) built with transformers' own AXK1ForCausalLM: its save writes the published names
-(DeepSeek-V3's, with `post_mlp_layernorm` at the layer level, conversion_mapping's `axk1` reversed); config.json is
-then given the published model_type `AXK1` where asked (the hub's remote-code spelling).
+(DeepSeek-V3's, with `post_mlp_layernorm` at the layer level, conversion_mapping's `axk1` reversed), plus the dense
+layers' `post_mlp_layernorm` the published checkpoints also store; config.json is then given the published model_type
+`AXK1` where asked (the hub's remote-code spelling).
 
 Geometry: hidden 32, 4 MLA heads (q LoRA 24, kv LoRA 16, nope / rope / v 8), a dense first layer and two MoE layers
 (6 experts in 2 groups, top 2, a shared expert), float64.
@@ -30,11 +31,26 @@ def build(path, seed: int = 0, dtype=torch.float64, published: bool = False, **o
             if "e_score_correction_bias" in name:
                 b.normal_(0.0, 0.3)
     model.save_pretrained(path)
+    add_dense_post_mlp_norms(path)
     cfg = json.loads((path / "config.json").read_text())
     if published:
         cfg["model_type"] = "AXK1"
         (path / "config.json").write_text(json.dumps(cfg, indent=2))
     return cfg
+
+
+def add_dense_post_mlp_norms(path) -> None:
+    """The dense layers' `post_mlp_layernorm`, which the published checkpoints store for every layer and transformers'
+    save leaves out (its dense layers have none); vLLM's AXK1DecoderLayer builds one in every layer (applied to the MoE
+    layers only) and refuses a checkpoint without it ("Following weights were not initialized from checkpoint")."""
+    from safetensors.torch import load_file, save_file
+
+    cfg = json.loads((path / "config.json").read_text())
+    tensors = load_file(path / "model.safetensors")
+    norm = tensors["model.norm.weight"]
+    for i in range(cfg.get("first_k_dense_replace", 1)):
+        tensors.setdefault(f"model.layers.{i}.post_mlp_layernorm.weight", torch.ones_like(norm))
+    save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
 
 
 def logits(path, ids: torch.Tensor) -> torch.Tensor:
