@@ -47,6 +47,15 @@ def build_gemma4(path, moe: bool = False, multimodal: bool = True, audio: bool =
         text.architectures = ["Gemma4ForCausalLM"]
         model = transformers.Gemma4ForCausalLM(text)
     model = model.to(dtype).eval()
+    randomize(model)
+    model.save_pretrained(path)
+    if legacy_config:
+        _legacy(path / "config.json", multimodal)
+    return model
+
+
+def randomize(model) -> None:
+    """Random weights with the norms (which multiply by w), router scales and layer scalars away from their inits."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name or name.endswith(("router.scale", "per_expert_scale")):
@@ -55,10 +64,6 @@ def build_gemma4(path, moe: bool = False, multimodal: bool = True, audio: bool =
                 p.fill_(0.9)
             else:
                 p.normal_(0, 0.2)
-    model.save_pretrained(path)
-    if legacy_config:
-        _legacy(path / "config.json", multimodal)
-    return model
 
 
 def _legacy(config_path, multimodal: bool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -42,6 +43,16 @@ def mirror_and_verify(src, dst, tp, *extra: str):
     report = cli("verify", src, dst)
     assert report.exit_code == 0, report.output
     return report
+
+
+def planned_dims(src, tp) -> dict:
+    """`hubpad plan SRC --tp N --json`, required to pass with every per-rank rule met: config key -> padded value, for
+    the dims it changes."""
+    result = cli("plan", src, "--tp", tp, "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+    return {d["config_key"]: d["after"] for d in plan["dims"] if d["after"] != d["before"]}
 
 
 def header_only_layouts(root: Path, models: dict):

@@ -16,7 +16,7 @@ transformers = pytest.importorskip("transformers")
 
 from hubpad.testing import write_checkpoint  # noqa: E402
 from tests import registry_real  # noqa: E402
-from tests.helpers import cli, folder_tensors, mirror_and_verify  # noqa: E402
+from tests.helpers import cli, folder_tensors, mirror_and_verify, planned_dims  # noqa: E402
 
 REL_TOL = 1e-12
 COMMON = dict(vocab_size=160, num_hidden_layers=2, max_position_embeddings=64)
@@ -127,12 +127,7 @@ def test_published_layouts_plan(tmp_path, name):
     config, tensors = registry_real.MODELS[name]
     src = write_checkpoint(tmp_path / "src", config, tensors(config), n_shards=4, header_only=True)
     for tp, expected in registry_real.PADDED[name].items():
-        result = cli("plan", src, "--tp", tp, "--json")
-        assert result.exit_code == 0, result.output
-        plan = json.loads(result.output)
-        dims = {d["config_key"]: d["after"] for d in plan["dims"] if d["after"] != d["before"]}
-        assert dims == expected, (tp, dims)
-        assert all(r["ok"] for r in plan["rank_table"] if r["required"])
+        assert planned_dims(src, tp) == expected, tp
 
 
 @pytest.mark.parametrize("model_type,reason", [
@@ -151,7 +146,13 @@ def test_published_layouts_plan(tmp_path, name):
     ("paligemma", "PaliGemmaForConditionalGeneration shards its SigLIP vision tower"),
     ("mistral3", "Pixtral vision tower by heads (16 heads of 64"),
     ("voxtral", "Whisper audio encoder by heads (20 heads of 64"),
-    ("ultravox", "it serves as it is at a TP that divides 20")])
+    ("ultravox", "it serves as it is at a TP that divides 20"),
+    # issue 33's omni stream (docs/families/omni.md)
+    ("qwen3_omni_moe", "Qwen3OmniMoeThinkerForConditionalGeneration shards its vision encoder by heads (16 heads of 72"),
+    ("NemotronH_Nano_Omni_Reasoning_V3", "vit_huge_patch16_224: 5120, which divides neither 3 nor 6"),
+    ("NemotronH_Super_Omni_Reasoning_V3", "shards the RADIO vision tower's MLP by TP"),
+    ("NemotronH_Omni_Reasoning_V3", "has no data-parallel encoder mode"),
+    ("nemotron_h_omni", "the text-only Nemotron 3 checkpoints (model_type 'nemotron_h') pad at TP 3 and 6")])
 def test_registry_refusals_name_the_reason(tmp_path, model_type, reason):
     """One `error:` line in `plan` and in `mirror`, nothing written."""
     src = write_checkpoint(tmp_path / model_type, {"model_type": model_type, "num_attention_heads": 32}, [],

@@ -19,9 +19,9 @@ from hubpad.plan.model import config_changes
 from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
-from tests import (dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real, linear_real,
-                   minimax_real, mimo_real, mla_line_real, mla_real, moe_stream_real, nemotron_h_real, qwen35_real,
-                   real_models, registry_real, step3p7_real, vlm_real)
+from tests import (diffusion_gemma_real, dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real,
+                   linear_real, llama_line_real, minimax_real, mimo_real, mla_line_real, mla_real, moe_stream_real,
+                   muse_glimmer_real, nemotron_h_real, qwen35_real, real_models, registry_real, step3p7_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -38,6 +38,11 @@ def _with(cfg: dict, tensors: Callable[[dict], list]) -> Layout:
 def _registry(name: str) -> Layout:
     cfg, tensors = registry_real.MODELS[name]
     return _with(cfg, tensors)
+
+
+def _llama_line(name: str) -> tuple[dict, list]:
+    cfg, tensors = llama_line_real.MODELS[name]
+    return cfg, tensors(cfg)
 
 
 def _gqa(name: str) -> Layout:
@@ -58,9 +63,12 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "DeepseekV4ForCausalLM": [("Flash", _with(dsv4_real.FLASH_CONFIG, dsv4_real.v4_tensors)),
                               ("Pro", _with(dsv4_real.PRO_CONFIG, dsv4_real.v4_tensors))],
     "DeepseekV41ForCausalLM": [(None, _with(dsv41_real.FLASH, dsv41_real.v41_tensors))],
+    "DiffusionGemmaForBlockDiffusion": [(None, _with(diffusion_gemma_real.DIFFUSION_GEMMA_26B,
+                                                     diffusion_gemma_real.tensors))],
     "Dots3NoteForCausalLM": [("BF16", _with(mla_line_real.DOTS3_NOTE_CONFIG, mla_line_real.dots3_note_tensors)),
                              ("FP8", _with(mla_line_real.DOTS3_NOTE_FP8_CONFIG, mla_line_real.dots3_note_tensors))],
     "Ernie4_5_MoeForCausalLM": [(None, _gqa("baidu/ERNIE-4.5-300B-A47B-PT"))],
+    "ExaoneForCausalLM": [(None, lambda: _llama_line("LGAI-EXAONE/EXAONE-3.5-32B-Instruct"))],
     "Exaone4ForCausalLM": [(None, _gqa("LGAI-EXAONE/EXAONE-4.0-32B"))],
     "ExaoneMoeForCausalLM": [(None, _gqa("LGAI-EXAONE/K-EXAONE-236B-A23B"))],
     "Gemma2ForCausalLM": [(None, _registry("google/gemma-2-27b-it"))],
@@ -84,6 +92,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "KimiK25ForConditionalGeneration": [(None, _with(vlm_real.KIMI_K25_CONFIG, vlm_real.kimi_k25_tensors))],
     "KimiK3ForConditionalGeneration": [(None, _with(linear_real.KIMI_K3_CONFIG, linear_real.kimi_k3_tensors))],
     "KimiLinearForCausalLM": [(None, _with(linear_real.KIMI_LINEAR_48B_CONFIG, linear_real.kimi_tensors))],
+    "IQuestCoderForCausalLM": [(None, lambda: _llama_line("IQuestLab/IQuest-Coder-V1-40B-Instruct"))],
     "LagunaForCausalLM": [(None, _gqa("poolside/laguna-XS.2"))],
     "LlamaForCausalLM": [(None, _with(real_models.LLAMA33_70B, real_models.header_only_tensors))],
     "Llama4ForConditionalGeneration": [(None, _with(vlm_real.LLAMA4_SCOUT_CONFIG, vlm_real.llama4_tensors))],
@@ -93,11 +102,14 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "MiMoV2OmniForCausalLM": [(None, _with(mimo_real.MIMO_V2_5, mimo_real.pro_tensors))],
     "MiniMaxM2ForCausalLM": [(None, _with(minimax_real.M2_CONFIG, minimax_real.m2_tensors))],
     "MiniMaxM3SparseForConditionalGeneration": [(None, lambda: (minimax_real.M3_CONFIG, minimax_real.m3_tensors()))],
+    "MuseGlimmerForConditionalGeneration": [(None, _with(muse_glimmer_real.MUSE_GLIMMER_30B, muse_glimmer_real.tensors))],
     "NemotronForCausalLM": [(None, _registry("nvidia/Nemotron-4-340B-Instruct (HF conversion)"))],
     "NemotronHForCausalLM": [("Super", _with(nemotron_h_real.SUPER, nemotron_h_real.tensors)),
                              ("Ultra", _with(nemotron_h_real.ULTRA, nemotron_h_real.tensors))],
     "NemotronHPuzzleForCausalLM": [(None, _with(nemotron_h_real.PUZZLE, nemotron_h_real.tensors))],
     "PhiMoEForCausalLM": [(None, _registry("microsoft/Phi-3.5-MoE-instruct"))],
+    "SolarForCausalLM": [(None, lambda: _llama_line("upstage/solar-pro-preview-instruct"))],
+    "TeleChat3ForCausalLM": [(None, lambda: _llama_line("Tele-AI/TeleChat3-36B"))],
     "Qwen2ForCausalLM": [("72B", _with(real_models.QWEN25_72B, real_models.header_only_tensors)),
                          ("32B", _with(vlm_real.QWQ_32B, vlm_real.qwen2_tensors))],
     "Qwen2MoeForCausalLM": [(None, _with(vlm_real.QWEN2_57B_A14B, vlm_real.qwen2_moe_tensors))],

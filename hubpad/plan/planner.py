@@ -40,7 +40,7 @@ from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
 from hubpad.plan.ops import SCALE_CARRIERS, _pad2d, fused_experts_op, scaled, tensor_op
 from hubpad.plan.quant import LINEAR_SUFFIXES, LinearLayout, QuantConfig, detect_layout
-from hubpad.plan.relabel import choose_heads_and_label, relabelled_config_keys
+from hubpad.plan.relabel import choose_heads_and_label, relabelled_config
 from hubpad.plan.sections import qkv_rows, sections_op
 from hubpad.plan.shards import cut_shards
 from hubpad.source.base import FileEntry, Source
@@ -200,7 +200,7 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
     copied, skipped = _other_files(inputs.files, inputs.names, inputs.adapter.keep_files)
     vocab = _vocab(inputs, tp)
-    new_config = {**_new_config(inputs.config, dims, inputs.adapter), **relabelled_config_keys(relabelled)}
+    new_config = relabelled_config(_new_config(inputs.config, dims, inputs.adapter), relabelled)
     new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
     if tower2 is not None:
         new_config = tower2.write(new_config)

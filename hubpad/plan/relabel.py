@@ -29,6 +29,12 @@ class Twin:
     # config key -> (what the twin cannot express, the value it can): refused when the upstream differs
     cannot_express: dict = field(default_factory=dict)
     vllm: str = ""
+    # keys the derivative drops: an `auto_map` naming the repo's own config class, which --trust-remote-code would
+    # load instead of the twin's (TeleChat3's rejects head_dim != hidden_size // heads)
+    drop_keys: tuple[str, ...] = ()
+    # the family's config class also rejects head_dim != hidden_size // heads (TeleChat3's): any padded head count
+    # needs the twin, not only one that leaves hidden_size % heads
+    head_dim_from_hidden: bool = False
 
 
 _LLAMA_TWIN = Twin(
@@ -55,8 +61,18 @@ _EAGLE3_LLAMA_TWIN = Twin(
          "architectures (EAGLEConfig keeps a name that starts or ends with Eagle3), with the same Llama layer",
 )
 
+# Families vLLM builds with its LlamaForCausalLM (registry.py maps IQuestCoderForCausalLM and TeleChat3ForCausalLM
+# there) whose config class rejects the padded heads: transformers' IQuestCoderConfig (hidden % heads != 0) and the
+# repo's Telechat3Config (head_dim != hidden // heads). Labelled as a padded Llama is, without their auto_map.
+_LLAMA_CLASS_TWIN = dataclasses.replace(
+    _LLAMA_TWIN, drop_keys=("auto_map",),
+    vllm="vLLM builds the family with its LlamaForCausalLM (registry.py), and maps MistralForCausalLM to the same "
+         "Llama implementation (vllm/model_executor/models/mistral.py subclasses LlamaForCausalLM)",
+)
+
 # adapter name -> its twin
-TWINS: dict[str, Twin] = {"llama": _LLAMA_TWIN, "eagle3_llama": _EAGLE3_LLAMA_TWIN}
+TWINS: dict[str, Twin] = {"llama": _LLAMA_TWIN, "eagle3_llama": _EAGLE3_LLAMA_TWIN, "iquestcoder": _LLAMA_CLASS_TWIN,
+                          "telechat3": dataclasses.replace(_LLAMA_CLASS_TWIN, head_dim_from_hidden=True)}
 
 
 def _label(twin: Twin, config: dict) -> str:
@@ -81,25 +97,38 @@ def choose_heads_and_label(heads: int, kv: int, hs, tp: int, aligns, hidden: int
     blocked = blockers(twin, config)
     if blocked:
         try:
-            return (*choose_heads(heads, kv, hs, tp, aligns, hidden, adapter), None)
+            h2, kv2 = choose_heads(heads, kv, hs, tp, aligns, hidden, adapter)
         except ConfigError as exc:
             raise ConfigError(f"{exc}; the {_label(twin, config)} label that would hold the padded heads cannot "
                               f"express {'; '.join(blocked)}") from None
+        if twin.head_dim_from_hidden and h2 != heads:
+            raise ConfigError(f"config.json: the {adapter.name} config class rejects head_dim != hidden_size // heads, "
+                              f"so {heads} heads cannot become {h2} under its label, and the {_label(twin, config)} "
+                              f"label that would hold them cannot express {'; '.join(blocked)}")
+        return h2, kv2, None
     # The twin's config class has no hidden % heads rule: choose as for it, then relabel only if needed.
     h2, kv2 = choose_heads(heads, kv, hs, tp, aligns, hidden,
                            dataclasses.replace(adapter, hidden_must_divide_by_heads=False))
-    needed = hidden and hidden % h2 and config.get("model_type") != twin.model_type  # (a padded draft: labelled)
+    uneven = hidden % h2 or (twin.head_dim_from_hidden and h2 != heads)
+    needed = hidden and uneven and config.get("model_type") != twin.model_type  # (a padded draft: labelled)
     return h2, kv2, _record(adapter.name, twin, config, hidden, h2) if needed else None
 
 
 def _record(adapter_name: str, twin: Twin, config: dict, hidden: int, heads: int) -> dict:
+    dropped = [k for k in twin.drop_keys if k in config]
     return {
         "from": {"model_type": config.get("model_type"), "architectures": list(config.get("architectures") or [])},
         "to": {"model_type": twin.model_type,
                "architectures": list(twin.architectures or config.get("architectures") or [])},
         "set_keys": dict(twin.set_keys),
-        "why": f"transformers' {adapter_name} config rejects hidden_size {hidden} % {heads} attention heads != 0 "
-               f"even with an explicit head_dim; {_label(twin, config)} accepts it and computes the same function",
+        "drop_keys": dropped,
+        "why": (f"the {adapter_name} config class rejects head_dim != hidden_size {hidden} // {heads} attention heads"
+                if twin.head_dim_from_hidden else
+                f"transformers' {adapter_name} config rejects hidden_size {hidden} % {heads} attention heads != 0 "
+                f"even with an explicit head_dim") + f"; {_label(twin, config)} accepts it and computes the same "
+                                                     f"function" + (f"; the upstream's {', '.join(dropped)} is left out "
+                                                                    f"(--trust-remote-code would load the family's own "
+                                                                    f"config class from it)" if dropped else ""),
         "vllm": twin.vllm,
     }
 
@@ -110,3 +139,11 @@ def relabelled_config_keys(record: dict | None) -> dict:
         return {}
     return {"model_type": record["to"]["model_type"], "architectures": record["to"]["architectures"],
             **record["set_keys"]}
+
+
+def relabelled_config(config: dict, record: dict | None) -> dict:
+    """The derivative's config.json under the twin label: relabelled_config_keys written, the twin's drop_keys gone."""
+    out = {**config, **relabelled_config_keys(record)}
+    for key in (record or {}).get("drop_keys", ()):
+        out.pop(key, None)
+    return out

@@ -18,11 +18,11 @@ from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
 from hubpad.plan.adapters.dsa import DEEPSEEK_V32, GLM_MOE_DSA
 from hubpad.plan.adapters.deepseek_v2 import DEEPSEEK_V2
 from hubpad.plan.adapters.ernie import ERNIE45_MOE
-from hubpad.plan.adapters.exaone import EXAONE4, EXAONE_MOE
+from hubpad.plan.adapters.exaone import EXAONE, EXAONE4, EXAONE_MOE
 from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
 from hubpad.plan.adapters.deepseek_v41 import DEEPSEEK_V41
 from hubpad.plan.adapters.gemma import GEMMA2, GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
-from hubpad.plan.adapters.gemma4 import GEMMA4, GEMMA4_TEXT
+from hubpad.plan.adapters.gemma4 import DIFFUSION_GEMMA, GEMMA4, GEMMA4_TEXT
 from hubpad.plan.adapters.glm import GLM4, GLM4_MOE, GLM4V_MOE
 from hubpad.plan.adapters.glm5_next import GLM5_NEXT
 from hubpad.plan.adapters.glm_lite import GLM4_MOE_LITE
@@ -33,14 +33,16 @@ from hubpad.plan.adapters.inkling import INKLING, INKLING_MODEL, INKLING_TEXT_RE
 from hubpad.plan.adapters.k2_horizon import K2_HORIZON
 from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
 from hubpad.plan.adapters.laguna import LAGUNA
-from hubpad.plan.adapters.llama import LLAMA, MISTRAL
+from hubpad.plan.adapters.llama import IQUESTCODER, LLAMA, MISTRAL, TELECHAT3
 from hubpad.plan.adapters.longcat import LONGCAT_FLASH
 from hubpad.plan.adapters.mimo import MIMO_V2
 from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3, MINIMAX_M3_TEXT
 from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL, mistral_format_refusal
-from hubpad.plan.adapters.refusals import LLAMA4_REFUSAL, QWEN2_VL_REFUSAL, SHARDED_TOWER_REFUSALS
+from hubpad.plan.adapters.refusals import (LLAMA4_REFUSAL, NEMOTRON_OMNI_REFUSALS, QWEN2_VL_REFUSAL,
+                                           SHARDED_TOWER_REFUSALS)
 from hubpad.plan.adapters.registry_refusals import REGISTRY_REFUSALS
 from hubpad.plan.adapters.mixtral import MIXTRAL, PHIMOE
+from hubpad.plan.adapters.muse_glimmer import MUSE_GLIMMER, MUSE_GLIMMER_TEXT
 from hubpad.plan.adapters.nemotron_h import NEMOTRON_H, NEMOTRON_H_PUZZLE
 from hubpad.plan.adapters.param2 import PARAM2_MOE
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
@@ -48,6 +50,7 @@ from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP, QWEN4_EXP_TEXT
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
 from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
 from hubpad.plan.adapters.sarvam_moe import SARVAM_MOE
+from hubpad.plan.adapters.solar import SOLAR
 from hubpad.plan.adapters.step3 import STEP3_TEXT, STEP3_VL
 from hubpad.plan.adapters.step3p5 import STEP3P5
 from hubpad.plan.adapters.step3p7 import STEP3P7
@@ -66,12 +69,14 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            NEMOTRON_H_PUZZLE, INKLING, INKLING_MODEL, ERNIE45_MOE, EXAONE4, EXAONE_MOE, COHERE, COHERE2,
                            COHERE2_MOE, AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, SARVAM_MOE, AXK1,
                            PARAM2_MOE, STEP3_TEXT, STEP3_VL, GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2,
-                           PHIMOE, APERTUS, NEMOTRON, GLM4]
+                           PHIMOE, APERTUS, NEMOTRON, GLM4, MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER,
+                           TELECHAT3, SOLAR, EXAONE]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
                            "mistral4": MISTRAL4_REFUSAL, "hy_v4_vl": HY_V4_VL_REFUSAL,
-                           "inkling_text": INKLING_TEXT_REFUSAL, **REGISTRY_REFUSALS, **SHARDED_TOWER_REFUSALS}
+                           "inkling_text": INKLING_TEXT_REFUSAL, **REGISTRY_REFUSALS, **SHARDED_TOWER_REFUSALS,
+                           **NEMOTRON_OMNI_REFUSALS}
 
 
 def adapter_for(config: dict) -> Adapter:

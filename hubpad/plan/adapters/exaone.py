@@ -1,4 +1,5 @@
-"""EXAONE 4 (`exaone4`, Exaone4ForCausalLM: EXAONE-4.0-32B) and EXAONE MoE (`exaone_moe`, ExaoneMoEForCausalLM:
+"""EXAONE 3.x (`exaone`, ExaoneForCausalLM: EXAONE-3.5-32B-Instruct), EXAONE 4 (`exaone4`, Exaone4ForCausalLM:
+EXAONE-4.0-32B) and EXAONE MoE (`exaone_moe`, ExaoneMoEForCausalLM:
 K-EXAONE-236B-A23B): Llama attention names with per-head q/k RMSNorms (over one head's head_dim, so a zero head stays
 zero), sliding and global layers with the same heads, EXAONE 4's post-LN (`post_attention_layernorm`,
 `post_feedforward_layernorm`), EXAONE MoE's dense first layer, routed experts per expert with a sigmoid router and
@@ -9,6 +10,13 @@ hidden size, and its norms).
 head_dim: vLLM's Exaone4Attention / ExaoneMoeAttention take `getattr(config, "head_dim", None)` and fall back to
 hidden_size // heads; the derivative writes it (5120 // 45 would be 113, not 128). vLLM's MoE block refuses a TP larger
 than num_experts; the swiglu clamps (`swiglu_limits`) keep a zero lane zero.
+
+EXAONE 3.x is Llama under GPT-2-style names (`transformer.h.N.attn.attention.{q,k,v,out}_proj`, `mlp.c_fc_0` (gate) /
+`c_fc_1` (up) / `c_proj` (down), `ln_1` / `ln_2`, `transformer.wte` / `ln_f`), which vLLM's exaone.py loads into its
+Llama-shaped ExaoneAttention (head_dim read the same way). Neither vLLM 0.32 nor its transformers has a config class
+for `exaone`: it loads the repo's configuration_exaone.py (--trust-remote-code), which keeps every key, head_dim
+included, and checks no head count. transformers' own ExaoneConfig (5.2x, a LlamaConfig) rejects hidden_size % heads
+!= 0, but with --trust-remote-code AutoConfig takes the repo's class before it.
 """
 
 from __future__ import annotations
@@ -48,4 +56,23 @@ EXAONE_MOE = ExaoneAdapter(
     intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)},
     shared_experts_key="num_shared_experts", per_head_norms=True, tp_at_most_experts=True, mtp_fc_shards_hidden=True,
     layers=f"^(?:{L[1:]}|{under(_MTP, [L])[0][1:]})",
+)
+
+
+class Exaone3Adapter(Adapter):
+    """EXAONE 3.x: no tool-call or reasoning parser in vLLM; --trust-remote-code for the repo's config class."""
+
+    def serving(self, config: dict) -> dict:
+        return {**serving(features=("arch:ExaoneForCausalLM",)), "extra_args": ["--trust-remote-code"]}
+
+
+_H = r"^transformer\.h\.(\d+)\."
+EXAONE = Exaone3Adapter(
+    name="exaone", model_types=("exaone",),
+    linear_patterns=[(_H + r"attn\.attention\.q_proj$", Role("q")), (_H + r"attn\.attention\.[kv]_proj$", Role("kv")),
+                     (_H + r"attn\.attention\.out_proj$", Role("o")),
+                     (_H + r"mlp\.(c_fc_0|c_fc_1)$", Role("rows", "dense")), (_H + r"mlp\.c_proj$", Role("cols", "dense"))],
+    copy_modules=[r"^transformer\.(wte|ln_f)$", r"^lm_head$", _H + r"ln_[12]$"],
+    copy_params=[_H + r"attn\.attention\.rotary_emb\.inv_freq$"],
+    intermediate_keys={"dense": ("intermediate_size",)}, layers=_H,
 )

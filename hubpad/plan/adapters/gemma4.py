@@ -176,3 +176,52 @@ GEMMA4 = Gemma4Adapter(
     fused_experts=[(p.replace(L, _MM_LAYERS, 1), f) for p, f in _EXPERTS], text_config="text_config",
     layers=_MM_LAYERS,
 )
+
+# DiffusionGemma (`diffusion_gemma`, DiffusionGemmaForBlockDiffusion: google/diffusiongemma-26B-A4B-it): one Gemma 4
+# backbone run as a causal encoder over the prompt and a bidirectional decoder over the canvas, with the same weights.
+# The hub layout stores the shared language model once under `model.decoder.` (transformers ties the encoder's to it;
+# only each encoder layer's `layer_scalar` buffer is saved there too), the tower and its embedder under
+# `model.encoder.`. The decoder's self-conditioning MLP (`model.decoder.self_conditioning.*`) is
+# intermediate_size wide in transformers, and in vLLM unless config.json states self_conditioning_size: it is padded
+# with the dense MLP (zero gate/up rows and down columns; gelu_tanh(0) x 0 = 0), a replicated nn.Linear in vLLM.
+_DECODER = "model.decoder."
+_SELF_CONDITIONING = [(r"^model\.decoder\.self_conditioning\.(gate_proj|up_proj)$", Role("rows", "dense")),
+                      (r"^model\.decoder\.self_conditioning\.down_proj$", Role("cols", "dense"))]
+_ENCODER = r"^model\.encoder\.(vision_tower|embed_vision)\."
+
+
+class DiffusionGemmaAdapter(Gemma4Adapter):
+    """Global layers always k = v: the published text_config omits attention_k_eq_v, which transformers'
+    DiffusionGemmaTextConfig does not have (its global kv override is ungated) and vLLM sets itself, so the global
+    kv heads are num_global_key_value_heads. A self_conditioning_size that config.json states follows the padded
+    dense width (vLLM builds the MLP with it)."""
+
+    def dims_config(self, config: dict) -> dict:
+        return {"attention_k_eq_v": True, **super().dims_config(config)}
+
+    def padded_config(self, upstream: dict, config: dict, heads: int, kv: int) -> dict:
+        out = super().padded_config(upstream, config, heads, kv)
+        if "attention_k_eq_v" not in super().dims_config(upstream):  # as published: the key stays out
+            out = {**out, self.text_config: {k: v for k, v in out[self.text_config].items() if k != "attention_k_eq_v"}}
+        if upstream.get("self_conditioning_size") is not None:
+            if upstream["self_conditioning_size"] != self.dims_config(upstream).get("intermediate_size"):
+                raise ConfigError("config.json: self_conditioning_size differs from text_config.intermediate_size; "
+                                  "hubpad pads the self-conditioning MLP with the dense MLP's width")
+            out = {**out, "self_conditioning_size": self.dims_config(out)["intermediate_size"]}
+        return out
+
+    def serving(self, config: dict) -> dict:
+        """Only the class: Gemma 4's parsers were not checked against DiffusionGemma's block-diffusion outputs."""
+        return serving(features=("arch:DiffusionGemmaForBlockDiffusion",))
+
+
+DIFFUSION_GEMMA = DiffusionGemmaAdapter(
+    name="diffusion_gemma", model_types=("diffusion_gemma",),
+    linear_patterns=under(_DECODER, _MLP) + _SELF_CONDITIONING,
+    copy_modules=under(_DECODER, COPY_MODULES + _OWN_MODULES) + [r"^model\.decoder\.self_conditioning\.pre_norm$",
+                                                                 _ENCODER],
+    copy_params=under(_DECODER, COPY_PARAMS + _OWN_PARAMS) + [_ENCODER + r".*$",
+                                                              r"^model\.encoder\.language_model\.layers\.\d+\.layer_scalar$"],
+    intermediate_keys=_INTER, fused_experts=[(p.replace(L, under(_DECODER, [L])[0], 1), f) for p, f in _EXPERTS],
+    text_config="text_config", layers=under(_DECODER, [L])[0],
+)

