@@ -208,3 +208,27 @@ def puzzle_logits(path, ids: torch.Tensor) -> torch.Tensor:
     model.load_state_dict(state)
     with torch.no_grad():
         return model(input_ids=ids).logits
+
+
+def mamba2_rank_slice(state: dict, heads: int, groups: int, head_dim: int, n: int, tp: int, rank: int) -> dict:
+    """What vLLM's MambaMixer2 loads on `rank` (n_groups % tp == 0): in_proj as MergedColumnParallelLinear of
+    [z | x | B | C | dt], conv1d as one of [x | B | C] (each section narrowed to its rank's share), A_log, D, dt_bias and
+    the norm's weight by sharded_weight_loader(0), out_proj's columns by RowParallelLinear."""
+
+    def sections(t, sizes):
+        parts, start = [], 0
+        for size in sizes:
+            parts.append(t[start + rank * size // tp:start + (rank + 1) * size // tp])
+            start += size
+        return torch.cat(parts)
+
+    def chunk(t, dim=0):
+        size = t.shape[dim] // tp
+        return t.narrow(dim, rank * size, size)
+
+    width, bc = heads * head_dim, groups * n
+    return {"in_proj.weight": sections(state["in_proj.weight"], [width, width, bc, bc, heads]),
+            "conv1d.weight": sections(state["conv1d.weight"], [width, bc, bc]),
+            "conv1d.bias": sections(state["conv1d.bias"], [width, bc, bc]),
+            "A_log": chunk(state["A_log"]), "D": chunk(state["D"]), "dt_bias": chunk(state["dt_bias"]),
+            "norm.weight": chunk(state["norm.weight"]), "out_proj.weight": chunk(state["out_proj.weight"], 1)}

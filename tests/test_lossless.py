@@ -101,7 +101,9 @@ def test_every_registered_adapter_says_what_its_declaration_does(adapter):
         assert {"gdn": "Gated DeltaNet", "kda": "Kimi Delta Attention", "mamba2": "Mamba2"}[family] in texts[
             f"linear.{family}"]
     assert ("heads.head_rows" in keys) == bool(adapter.head_rows)
-    assert ("tower.heads" in keys) == bool(adapter.vision_tower)
+    tower = adapter.vision_tower
+    assert ("tower.heads" in keys) == bool(tower and "heads" in tower.shards)
+    assert ("tower.mlp" in keys) == bool(tower and "heads" not in tower.shards)
     grows_mlp = any(role.kind in ("rows", "cols") for _, role in adapter.linear_patterns) or adapter.fused_experts
     assert ("mlp.channels" in keys) == bool(grows_mlp)
     copies_indexer = any("indexer" in p for p in adapter.copy_modules)

@@ -27,7 +27,7 @@ from hubpad.run.mirror import run_mirror  # noqa: E402
 from hubpad.run.verify import verify_derivative  # noqa: E402
 from hubpad.source.local import LocalSource  # noqa: E402
 from tests.helpers import folder_tensors  # noqa: E402
-from tests.nemotron_h_models import build_nemotron_h, config  # noqa: E402
+from tests.nemotron_h_models import build_nemotron_h, config, mamba2_rank_slice  # noqa: E402
 
 REL_TOL = 1e-12
 
@@ -84,30 +84,6 @@ def _layer_state(tensors: dict, layer: int) -> dict:
     return {n[len(p):]: t for n, t in tensors.items() if n.startswith(p)}
 
 
-def _rank_slice(state: dict, heads: int, groups: int, head_dim: int, n: int, tp: int, rank: int) -> dict:
-    """What vLLM's MambaMixer2 loads on `rank` (n_groups % tp == 0): in_proj as MergedColumnParallelLinear of
-    [z | x | B | C | dt], conv1d as one of [x | B | C] (each section narrowed to its rank's share), A_log, D, dt_bias and
-    the norm's weight by sharded_weight_loader(0), out_proj's columns by RowParallelLinear."""
-
-    def sections(t, sizes):
-        parts, start = [], 0
-        for size in sizes:
-            parts.append(t[start + rank * size // tp:start + (rank + 1) * size // tp])
-            start += size
-        return torch.cat(parts)
-
-    def chunk(t, dim=0):
-        size = t.shape[dim] // tp
-        return t.narrow(dim, rank * size, size)
-
-    width, bc = heads * head_dim, groups * n
-    return {"in_proj.weight": sections(state["in_proj.weight"], [width, width, bc, bc, heads]),
-            "conv1d.weight": sections(state["conv1d.weight"], [width, bc, bc]),
-            "conv1d.bias": sections(state["conv1d.bias"], [width, bc, bc]),
-            "A_log": chunk(state["A_log"]), "D": chunk(state["D"]), "dt_bias": chunk(state["dt_bias"]),
-            "norm.weight": chunk(state["norm.weight"]), "out_proj.weight": chunk(state["out_proj.weight"], 1)}
-
-
 @pytest.mark.parametrize("tp,groups", [(3, 2), (6, 2), (3, 1), (6, 1)])
 def test_padded_mamba2_layer_under_vllms_per_rank_slicing_is_the_original(tmp_path, tp, groups):
     """Each rank runs its own groups' heads and normalizes its own groups (vLLM: n_groups % tp == 0, no collective);
@@ -123,7 +99,7 @@ def test_padded_mamba2_layer_under_vllms_per_rank_slicing_is_the_original(tmp_pa
         want = _mixer(config("M*", n_groups=groups), _layer_state(load_file(src / "model.safetensors"), 0))(x)
         state = _layer_state(folder_tensors(dst), 0)
         rank_cfg = config("M*", mamba_num_heads=h2 // tp, n_groups=g2 // tp)
-        got = sum(_mixer(rank_cfg, _rank_slice(state, h2, g2, 8, 16, tp, r))(x) for r in range(tp))
+        got = sum(_mixer(rank_cfg, mamba2_rank_slice(state, h2, g2, 8, 16, tp, r))(x) for r in range(tp))
     delta = (want - got).abs().max().item()
     print(f"tp {tp}, {groups} group(s) -> {g2}: max |Δ| = {delta}")
     assert delta <= REL_TOL * want.abs().max().item()

@@ -19,9 +19,10 @@ from hubpad.plan.model import config_changes
 from hubpad.plan.planner import plan_for, survey
 from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
-from tests import (diffusion_gemma_real, dsa_real, dsv4_real, dsv41_real, gemma4_real, glm_real, gqa_real, inkling_real,
-                   linear_real, llama_line_real, minimax_real, mimo_real, mla_line_real, mla_real, moe_stream_real,
-                   muse_glimmer_real, nemotron_h_real, qwen35_real, real_models, registry_real, step3p7_real, vlm_real)
+from tests import (diffusion_gemma_real, dsa_real, dsv41_real, dsv4_real, gemma4_real, glm_real, gqa_real, hybrid_real,
+                   inkling_real, internvl_real, linear_real, llama_line_real, mimo_real, minimax_real, mla2_real,
+                   mla_line_real, mla_real, moe_stream_real, muse_glimmer_real, nemotron_h_real, qwen35_real,
+                   real_models, registry_real, step3p7_real, vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -85,6 +86,12 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "GptOssForCausalLM": [(None, lambda: gpt_oss_real(*GPT_OSS_SIZES["openai/gpt-oss-120b"]))],
     "HYV3ForCausalLM": [(None, _with(HY3_CONFIG, lambda c: tiny_hy3_tensors(c, "bf16")))],
     "HYV4ForCausalLM": [(None, _with(dsa_real.HY4_CONFIG, dsa_real.hy4_tensors))],
+    "InternVLChatModel": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B"]))],
+    "InternVLForConditionalGeneration": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B-hf"]))],
+    "InternS1ForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S1"]))],
+    "InternS2PreviewForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S2-Preview"]))],
+    "NVLM_D": [(None, _with(*internvl_real.MODELS["nvidia/NVLM-D-72B"]))],
+    "SkyworkR1VChatModel": [(None, _with(*internvl_real.MODELS["Skywork/Skywork-R1V-38B"]))],
     "InklingForConditionalGeneration": [("Inkling", _with(inkling_real.INKLING, inkling_real.tensors))],
     "K2HorizonForCausalLM": [("375B", _with(mla_line_real.K2_HORIZON_375B_CONFIG, mla_line_real.k2_horizon_tensors)),
                              ("MoVA", _with(mla_line_real.K2_HORIZON_MOVA_36B_CONFIG,
@@ -97,6 +104,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "LlamaForCausalLM": [(None, _with(real_models.LLAMA33_70B, real_models.header_only_tensors))],
     "Llama4ForConditionalGeneration": [(None, _with(vlm_real.LLAMA4_SCOUT_CONFIG, vlm_real.llama4_tensors))],
     "LongcatFlashForCausalLM": [(None, _with(dsa_real.LONGCAT_FLASH_CONFIG, dsa_real.longcat_tensors))],
+    "LongcatFlashNgramForCausalLM": [(None, _with(mla2_real.LONGCAT_FLASH_LITE_CONFIG, mla2_real.lite_tensors))],
     "MiMoV2FlashForCausalLM": [("Flash", _with(mimo_real.MIMO_V2_FLASH, mimo_real.tensors)),
                                ("Pro", _with(mimo_real.MIMO_V2_5_PRO, mimo_real.pro_tensors))],
     "MiMoV2OmniForCausalLM": [(None, _with(mimo_real.MIMO_V2_5, mimo_real.pro_tensors))],
@@ -107,7 +115,11 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "NemotronHForCausalLM": [("Super", _with(nemotron_h_real.SUPER, nemotron_h_real.tensors)),
                              ("Ultra", _with(nemotron_h_real.ULTRA, nemotron_h_real.tensors))],
     "NemotronHPuzzleForCausalLM": [(None, _with(nemotron_h_real.PUZZLE, nemotron_h_real.tensors))],
+    "PanguUltraMoEForCausalLM": [(None, _with(mla2_real.PANGU_ULTRA_MOE_CONFIG, mla2_real.pangu_tensors))],
+    "BailingMoeV3ForCausalLM": [("Ling 3", _with(hybrid_real.LING3_FLASH, hybrid_real.ling3_tensors))],
+    "FalconH1ForCausalLM": [(None, _with(hybrid_real.FALCON_H1_34B, hybrid_real.falcon_h1_tensors))],
     "PhiMoEForCausalLM": [(None, _registry("microsoft/Phi-3.5-MoE-instruct"))],
+    "SarvamMLAForCausalLM": [(None, _with(mla2_real.SARVAM_105B_CONFIG, mla2_real.sarvam_tensors))],
     "SolarForCausalLM": [(None, lambda: _llama_line("upstage/solar-pro-preview-instruct"))],
     "TeleChat3ForCausalLM": [(None, lambda: _llama_line("Tele-AI/TeleChat3-36B"))],
     "Qwen2ForCausalLM": [("72B", _with(real_models.QWEN25_72B, real_models.header_only_tensors)),

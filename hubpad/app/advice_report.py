@@ -21,7 +21,9 @@ def verdict_cell(row: Row) -> str:
         cell += f", as {_label(row.relabelled)}"
     route = row.vllm_route
     if route and route.get("hf_overrides"):
-        cell += f", served as {route['hf_overrides']['architectures'][0]} (--hf-overrides)"
+        overrides = route["hf_overrides"]
+        overrides = overrides.get("text_config", overrides)  # a language model inside a VLM (adapters/nested_lm.py)
+        cell += f", served as {overrides['architectures'][0]} (--hf-overrides)"
     elif route and route.get("model_impl"):
         cell += f", served with --model-impl {route['model_impl']}"
     return cell

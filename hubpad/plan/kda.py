@@ -1,4 +1,4 @@
-"""Kimi Delta Attention (KDA: Kimi-Linear, Kimi-K3, GLM-5-Next): its head count, and each KDA tensor's recipe.
+"""Kimi Delta Attention (KDA: Kimi-Linear, Kimi-K3, GLM-5-Next, Ling 3): its head count, and each KDA tensor's recipe.
 
 KDA is Gated DeltaNet with a per-channel forget gate: H heads of head_dim d, each with its own query, key and value
 (one value head per key head: the ratio plan/gdn.py keeps is 1), a forget gate g = -exp(A_log) * softplus(f_b(f_a(x)) +
@@ -39,6 +39,9 @@ from hubpad.plan import gdn
 from hubpad.plan.quant import FLOAT_DTYPES, QuantConfig
 
 NESTED = "linear_attn_config"  # the published configs' sub-object (vLLM reads it; transformers prefers it)
+# Ling 3 (bailing_hybrid) states no KDA keys of its own: vLLM's BailingMoeV3KimiDeltaAttention takes the model's
+# num_attention_heads (the MLA layers' count too), head_dim and short_conv_kernel_size
+_LING3 = {"num_heads": "num_attention_heads", "head_dim": "head_dim", "kernel": "short_conv_kernel_size"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class Geometry(gdn.Geometry):
         else:
             where = {"num_heads": "linear_num_heads", "head_dim": "linear_head_dim",
                      "kernel": "linear_conv_kernel_dim"}
+            if "linear_num_heads" not in config and "short_conv_kernel_size" in config:  # Ling 3: the model's heads
+                where = dict(_LING3)
             values = {k: config.get(v) for k, v in where.items()}
             names = where
         bad = [names[k] for k, v in values.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0]
@@ -66,7 +71,8 @@ class Geometry(gdn.Geometry):
             raise ConfigError(f"config.json: {bad[0]} missing or not a positive integer (needed for its Kimi Delta "
                               f"Attention layers)")
         keys = ((f"{NESTED}.num_heads",) if isinstance(nested, dict) else ()) + (
-            ("linear_num_heads",) if "linear_num_heads" in config else ())
+            ("linear_num_heads",) if "linear_num_heads" in config else ()) + (
+            (_LING3["num_heads"],) if names == _LING3 else ())
         h, d = values["num_heads"], values["head_dim"]
         return Geometry(h, h, d, d, values["kernel"], keys)
 
@@ -94,6 +100,10 @@ def layers(config: dict) -> frozenset[int] | None:
     nested = config.get(NESTED)
     if isinstance(nested, dict) and isinstance(nested.get("kda_layers"), list):
         return frozenset(int(i) - 1 for i in nested["kda_layers"])
+    group, count = config.get("layer_group_size"), config.get("num_hidden_layers")
+    if isinstance(group, int) and group > 0 and isinstance(count, int):  # Ling 3: the last of each whole group, and
+        # the trailing layers, are MLA (vLLM's BailingMoeV3TextConfig and transformers' BailingHybridConfig alike)
+        return frozenset(i for i in range(count // group * group) if (i + 1) % group)
     return None
 
 

@@ -87,6 +87,11 @@ MECHANISMS: dict[str, tuple[str, str]] = {
         "group gains tp - 1 zero groups of all its heads, whose norm spans them). A new head's x, z, B and C rows and "
         "conv channels are zero, so its state stays zero for any finite dt and A (its A_log, D and dt_bias are 0.0); "
         "its output and the gated norm of its all-zero group are zero, and out_proj's columns for it are zero.")),
+    "mup.sections": ("linear", (
+        "**muP multipliers.** Each multiplier in config.json scales a whole section (in_proj's z, x, B, C and dt "
+        "parts, the gate half of the MLP) or a hidden-size vector, never one channel: vLLM builds its per-rank "
+        "multiplier vector from the padded sizes, whose section bounds are the ones each rank loads, and a zero row "
+        "times any multiplier is zero. The multipliers are copied.")),
     "mlp.channels": ("mlp", (
         "**MLP width.** New intermediate channels have zero gate and up rows, so they compute act(0) · 0 = 0, and "
         "zero down-projection columns, so nothing they compute reaches the output. "
@@ -97,6 +102,10 @@ MECHANISMS: dict[str, tuple[str, str]] = {
         "it attends over zero values and its output is 0, the output projection's columns for it are zero and its "
         "sink logit, where the tower has sinks, is 0.0. Every real head keeps its key/value head on every rank. Its "
         "MLP grows zero neurons (zero gate and up rows, zero down-projection columns). The tower is unquantized.")),
+    "tower.mlp": ("tower", (
+        "**Vision tower.** vLLM keeps this tower's attention whole on every rank and shards only its MLP, which "
+        "grows zero neurons: zero fc1 rows and biases compute GELU(0) = 0, and zero fc2 columns add nothing. The "
+        "rest of the tower and its projector are copied byte for byte. The tower is unquantized.")),
 }
 UNCLAIMED = ("**{what}.** hubpad pads these as well, but this card states no reason why that leaves the outputs "
              "unchanged: see the family's page in hubpad's docs/families before relying on it.")
@@ -179,7 +188,7 @@ def declared(adapter: Adapter, shape: HeadShape) -> list[str]:
     if kinds & {"rows", "cols"} or adapter.fused_experts:
         out.append("mlp.channels")
     if adapter.vision_tower:
-        out.append("tower.heads")
+        out.append("tower.heads" if "heads" in adapter.vision_tower.shards else "tower.mlp")
     out += [m for m in adapter.lossless if m in MECHANISMS]  # (an unknown key: unclaimed, below)
     out += [f"unclaimed:{what}" for what in _unknown(adapter, shape, kinds)]
     return [m for i, m in enumerate(out) if m not in out[:i]]

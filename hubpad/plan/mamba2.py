@@ -1,4 +1,5 @@
-"""Mamba2 (state-space) layers, as Nemotron-H / Nemotron 3 ship them: their heads and groups, and each tensor's recipe.
+"""Mamba2 (state-space) layers, as Nemotron-H / Nemotron 3 and Falcon-H1 ship them: their heads and groups, and each
+tensor's recipe (both families' vLLM classes build the same MambaMixer2).
 
 A Mamba2 layer has H heads of P channels (x, z; intermediate I = H P) in G groups: head h reads the group
 h // (H / G) of B and C (N wide each), as transformers' torch path repeat_interleaves them and vLLM's kernels index
@@ -32,7 +33,8 @@ norm of its all-zero group is 0 x rsqrt(0 + eps) x w = 0 (its norm weight entrie
 columns add nothing. tests/test_nemotron_h.py proves it in float64 with transformers' NemotronH classes and replays
 vLLM's per-rank slicing.
 
-Tensors (published names, config.json keys mamba_num_heads, n_groups, mamba_head_dim, ssm_state_size, conv_kernel):
+Tensors (published names, config.json keys mamba_num_heads, n_groups, mamba_head_dim, ssm_state_size, conv_kernel, or
+Falcon-H1's mamba_n_heads, mamba_n_groups, mamba_d_head, mamba_d_state, mamba_d_conv and the width mamba_d_ssm):
 in_proj.weight [2 I + 2 G N + H, hidden] (and .bias), conv1d.weight [I + 2 G N, 1, K] (and .bias), A_log / D /
 dt_bias [H], norm.weight [I], out_proj.weight [hidden, I] (its bias, [hidden], copied). BF16/FP16/FP32; in_proj and
 out_proj also as ModelOpt's per-tensor FP8 (an F8_E4M3 weight and scalar weight_scale / input_scale, as Nemotron 3
@@ -53,9 +55,13 @@ from hubpad.plan.quant import FLOAT_DTYPES, QuantConfig
 _FP8 = {"F8_E4M3", "F8_E5M2"}  # zero bytes are +0.0 in both
 _TENSOR_SCALES = {"weight_scale", "input_scale"}  # ModelOpt's per-tensor FP8: copied, whatever the rows
 # (what the geometry calls it, the config keys that may state it, first found wins: NemotronHConfig reads the
-# legacy mamba_* spellings too)
-_KEYS = {"heads": ("mamba_num_heads",), "groups": ("n_groups", "mamba_n_groups"), "head_dim": ("mamba_head_dim",),
-         "state": ("ssm_state_size",), "kernel": ("conv_kernel", "mamba_d_conv")}
+# legacy mamba_* spellings too; Falcon-H1 spells them mamba_n_heads, mamba_d_head, mamba_d_state, mamba_d_conv)
+_KEYS = {"heads": ("mamba_num_heads", "mamba_n_heads"), "groups": ("n_groups", "mamba_n_groups"),
+         "head_dim": ("mamba_head_dim", "mamba_d_head"), "state": ("ssm_state_size", "mamba_d_state"),
+         "kernel": ("conv_kernel", "mamba_d_conv")}
+# Falcon-H1 states the layer's width I as mamba_d_ssm (None: mamba_expand x hidden_size) and may leave mamba_d_head
+# "auto" (I // heads), as FalconH1Config and vLLM's falcon_h1.py read them: the derivative writes its padded width.
+_WIDTH_KEY = "mamba_d_ssm"
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,8 @@ class Geometry(gdn.Geometry):
     (x and z, hv = P rows each), kernel = the convolution's width. `group_key`: the config key stating the groups."""
 
     group_key: str = "n_groups"
+    heads_key: str = "mamba_num_heads"
+    width_key: str | None = None  # the config key stating heads x head_dim, where the family has one
 
     @staticmethod
     def read(config: dict) -> "Geometry":
@@ -71,14 +79,20 @@ class Geometry(gdn.Geometry):
         for what, keys in _KEYS.items():
             key = next((k for k in keys if k in config), keys[0])
             values[what], names[what] = config.get(key), key
+        width = _width(config) if _WIDTH_KEY in config else None
+        if width is not None and values["head_dim"] == "auto" and isinstance(values["heads"], int) and values["heads"]:
+            values["head_dim"] = width // values["heads"]
         bad = [names[k] for k, v in values.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0]
         if bad:
             raise ConfigError(f"config.json: {bad[0]} missing or not a positive integer (needed for its Mamba2 layers)")
         if values["heads"] % values["groups"]:
             raise ConfigError(f"config.json: {names['heads']} {values['heads']} is not a multiple of "
                               f"{names['groups']} {values['groups']}")
+        if width is not None and width != values["heads"] * values["head_dim"]:
+            raise ConfigError(f"config.json: {_WIDTH_KEY} {width} is not {names['heads']} {values['heads']} x "
+                              f"{names['head_dim']} {values['head_dim']}")
         return Geometry(values["groups"], values["heads"], values["state"], values["head_dim"], values["kernel"],
-                        names["groups"])
+                        names["groups"], names["heads"], _WIDTH_KEY if width is not None else None)
 
     def with_heads(self, nk: int) -> "Geometry":
         return replace(self, nk=nk, nv=nk * self.ratio)
@@ -92,8 +106,9 @@ class Geometry(gdn.Geometry):
         return [self.nv * self.hv, *self.sections(), self.nv]
 
     def dims(self, after: "gdn.Geometry") -> list[tuple[str, tuple[str, ...], int, int]]:
+        width = [("mamba width", (self.width_key,), self.nv * self.hv, after.nv * after.hv)] if self.width_key else []
         return [("mamba groups", (self.group_key,), self.nk, after.nk),
-                ("mamba heads", ("mamba_num_heads",), self.nv, after.nv)]
+                ("mamba heads", (self.heads_key,), self.nv, after.nv)] + width
 
     def rank_dims(self) -> list[tuple[str, int, int]]:
         return [("mamba groups", self.nk, self.hk), ("mamba heads", self.nv, self.hv)]
@@ -120,6 +135,19 @@ class Geometry(gdn.Geometry):
     def tensor_op(self, t: TensorInfo, kind: str, after: "gdn.Geometry", hidden: int,
                   quant: QuantConfig) -> tuple[PadOp, tuple[int, ...]]:
         return mamba2_op(t, kind, self, after, hidden)
+
+
+def _width(config: dict) -> int:
+    """Falcon-H1's mamba_d_ssm, or mamba_expand x hidden_size where it is null (FalconH1Config, vLLM alike)."""
+    width = config.get(_WIDTH_KEY)
+    if width is None:
+        expand, hidden = config.get("mamba_expand"), config.get("hidden_size")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (expand, hidden)):
+            raise ConfigError(f"config.json: {_WIDTH_KEY} is null and mamba_expand x hidden_size is not a size")
+        width = int(expand * hidden)
+    if not isinstance(width, int) or isinstance(width, bool) or width <= 0:
+        raise ConfigError(f"config.json: {_WIDTH_KEY} {width!r} is not a positive integer")
+    return width
 
 
 def mamba2_op(t: TensorInfo, kind: str, g: Geometry, g2: Geometry, hidden: int) -> tuple[PadOp, tuple[int, ...]]:

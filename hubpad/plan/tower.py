@@ -22,6 +22,13 @@ exact). A padded head's q, k and v are zero, so it attends uniformly over zero v
 proj's zero columns add nothing; real heads keep their kv head (i // group) on every rank, since every section grows
 at its end and the group is unchanged. The MLP grows zero neurons up to a multiple of TP: silu(0) x 0 = 0 and
 down_proj's zero columns. The tower is unquantized in vLLM: its tensors must be BF16 / FP16 / FP32.
+
+InternViT (`VisionTower.shards` = ("inter",)): vLLM 0.32.0 keeps its attention whole on every rank where it cannot
+shard it (intern_vit.py InternParallelAttention falls back to replicated when heads + dummy heads do not divide TP;
+interns1_vit.py builds q/k/v/projection as plain nn.Linear), but its MLP `fc1` / `fc2` stays Column / RowParallel
+over intermediate_size (12800 in InternViT-6B: neither 3 nor 6 divides it). Only the MLP grows, by zero neurons:
+fc1's zero rows and zero bias give act(0) = 0 (GELU), fc2's zero columns add nothing; the heads, the projector and
+the rest of the tower are copied.
 """
 
 from __future__ import annotations
@@ -57,7 +64,8 @@ class Geometry:
         node = config.get(spec.node)
         if not isinstance(node, dict):
             raise ConfigError(f"config.json: {spec.node} missing or not an object")
-        values = {d: node.get(spec.keys[d], spec.defaults.get(d)) for d in DIMS}
+        values = {d: node.get(spec.keys.get(d, ""), spec.defaults.get(d, 1 if d not in spec.keys else None))
+                  for d in DIMS}
         bad = [d for d, v in values.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0]
         if bad:
             raise ConfigError(f"config.json: {spec.node}.{spec.keys[bad[0]]} missing or not a positive integer "
@@ -77,6 +85,10 @@ class Geometry:
     def group(self) -> int:
         return self.heads // self.kv
 
+    def shards(self, what: str) -> bool:
+        """Whether vLLM divides this part of the tower ("heads", "inter", "merger") by TP."""
+        return what in self.spec.shards
+
     @property
     def merger(self) -> int:
         """The merger's column-parallel width: hidden x merge²."""
@@ -87,35 +99,40 @@ class Geometry:
 
     def dims(self, after: "Geometry") -> list[tuple[str, tuple[str, ...], int, int]]:
         """The plan's dims: (name, config keys, before, after)."""
-        return [("vision heads", (self.key("heads"),), self.heads, after.heads),
-                ("vision kv heads", (self.key("kv"),), self.kv, after.kv),
-                ("vision intermediate", (self.key("inter"),), self.inter, after.inter)]
+        heads = [("vision heads", (self.key("heads"),), self.heads, after.heads),
+                 ("vision kv heads", (self.key("kv"),), self.kv, after.kv)] if self.shards("heads") else []
+        return heads + [("vision intermediate", (self.key("inter"),), self.inter, after.inter)]
 
     def rank_rows(self, tp: int) -> list[dict]:
         """The per-rank table's rows, as vLLM checks them."""
         rows = []
-        for dim, total, rule in (("vision heads", self.heads, "divide"), ("vision kv heads", self.kv, "divide"),
-                                 ("vision intermediate", self.inter, "divide"),
-                                 ("vision merger (hidden x merge²)", self.merger, "divide")):
+        for dim, total, rule in self._sharded():
             ok = total % tp == 0
             rows.append({"dim": dim, "total": total, "per_rank": total // tp if ok else None, "ok": ok,
                          "rule": f"{total} % {tp} == 0", "required": True})
         return rows
 
+    def _sharded(self) -> list[tuple[str, int, str]]:
+        """(dim, total, rule) of each width vLLM divides by TP in this tower."""
+        out = [("vision heads", self.heads, "divide"), ("vision kv heads", self.kv, "divide")] \
+            if self.shards("heads") else []
+        out += [("vision intermediate", self.inter, "divide")]
+        return out + ([("vision merger (hidden x merge²)", self.merger, "divide")] if self.shards("merger") else [])
+
     def write(self, config: dict) -> dict:
         """`config` with this geometry's counts in its tower object (written even where upstream relied on vLLM's
         defaults, so the padded values are stated)."""
         node = dict(config[self.spec.node])
-        node.update({self.spec.keys["heads"]: self.heads, self.spec.keys["kv"]: self.kv,
-                     self.spec.keys["inter"]: self.inter})
+        if self.shards("heads"):
+            node.update({self.spec.keys["heads"]: self.heads, self.spec.keys["kv"]: self.kv})
+        node[self.spec.keys["inter"]] = self.inter
         return {**config, self.spec.node: node}
 
 
 def problems(g: Geometry, tp: int) -> list[str]:
     """Why the tower cannot serve at `tp` as it is (empty: it can)."""
-    why = [f"vision {name} {n} % tp {tp} != 0" for name, n in (("heads", g.heads), ("kv heads", g.kv),
-                                                                  ("intermediate", g.inter)) if n % tp]
-    if g.merger % tp:
+    why = [f"{dim} {n} % tp {tp} != 0" for dim, n, _ in g._sharded() if n % tp and not dim.startswith("vision merger")]
+    if g.shards("merger") and g.merger % tp:
         why.append(_merger_reason(g, tp))
     return why
 
@@ -129,10 +146,12 @@ def _merger_reason(g: Geometry, tp: int) -> str:
 
 
 def choose(g: Geometry, tp: int) -> Geometry:
-    """Whole kv groups up to the smallest kv count TP divides, and the MLP up to a multiple of TP; a ConfigError
-    when the merger cannot shard."""
-    if g.merger % tp:
+    """Whole kv groups up to the smallest kv count TP divides (where vLLM shards the heads), and the MLP up to a
+    multiple of TP; a ConfigError when the merger cannot shard."""
+    if g.shards("merger") and g.merger % tp:
         raise ConfigError(f"config.json: {_merger_reason(g, tp)}")
+    if not g.shards("heads"):
+        return replace(g, inter=-(-g.inter // tp) * tp)
     kv = -(-g.kv // tp) * tp
     return replace(g, heads=kv * g.group, kv=kv, inter=-(-g.inter // tp) * tp)
 

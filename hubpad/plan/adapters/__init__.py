@@ -21,6 +21,7 @@ from hubpad.plan.adapters.ernie import ERNIE45_MOE
 from hubpad.plan.adapters.exaone import EXAONE, EXAONE4, EXAONE_MOE
 from hubpad.plan.adapters.deepseek_v4 import DEEPSEEK_V4
 from hubpad.plan.adapters.deepseek_v41 import DEEPSEEK_V41
+from hubpad.plan.adapters.falcon_h1 import FALCON_H1
 from hubpad.plan.adapters.gemma import GEMMA2, GEMMA3_MULTIMODAL_REFUSAL, GEMMA3_TEXT
 from hubpad.plan.adapters.gemma4 import DIFFUSION_GEMMA, GEMMA4, GEMMA4_TEXT
 from hubpad.plan.adapters.glm import GLM4, GLM4_MOE, GLM4V_MOE
@@ -29,12 +30,15 @@ from hubpad.plan.adapters.glm_lite import GLM4_MOE_LITE
 from hubpad.plan.adapters.gpt_oss import GPT_OSS
 from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.hy4 import HY_V4
+from hubpad.plan.adapters.internvl import INTERNS1, INTERNVL, INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT
+from hubpad.plan.adapters.interns2 import INTERNS2_PREVIEW
 from hubpad.plan.adapters.inkling import INKLING, INKLING_MODEL, INKLING_TEXT_REFUSAL
 from hubpad.plan.adapters.k2_horizon import K2_HORIZON
 from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
 from hubpad.plan.adapters.laguna import LAGUNA
+from hubpad.plan.adapters.ling3 import LING3
 from hubpad.plan.adapters.llama import IQUESTCODER, LLAMA, MISTRAL, TELECHAT3
-from hubpad.plan.adapters.longcat import LONGCAT_FLASH
+from hubpad.plan.adapters.longcat import LONGCAT_FLASH, LONGCAT_FLASH_NGRAM
 from hubpad.plan.adapters.mimo import MIMO_V2
 from hubpad.plan.adapters.minimax import MINIMAX_M2, MINIMAX_M3, MINIMAX_M3_TEXT
 from hubpad.plan.adapters.mla_refusals import HY_V4_VL_REFUSAL, MISTRAL4_REFUSAL, mistral_format_refusal
@@ -44,7 +48,9 @@ from hubpad.plan.adapters.registry_refusals import REGISTRY_REFUSALS
 from hubpad.plan.adapters.mixtral import MIXTRAL, PHIMOE
 from hubpad.plan.adapters.muse_glimmer import MUSE_GLIMMER, MUSE_GLIMMER_TEXT
 from hubpad.plan.adapters.nemotron_h import NEMOTRON_H, NEMOTRON_H_PUZZLE
+from hubpad.plan.adapters.openpangu import PANGU_ULTRA_MOE
 from hubpad.plan.adapters.param2 import PARAM2_MOE
+from hubpad.plan.adapters.sarvam import SARVAM_MLA
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
 from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP, QWEN4_EXP_TEXT
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
@@ -64,13 +70,16 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
-                           HY_V4, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
+                           HY_V4, LONGCAT_FLASH_NGRAM, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
                            GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, DEEPSEEK_V41, STEP3P7, STEP3P5, NEMOTRON_H,
                            NEMOTRON_H_PUZZLE, INKLING, INKLING_MODEL, ERNIE45_MOE, EXAONE4, EXAONE_MOE, COHERE, COHERE2,
                            COHERE2_MOE, AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, SARVAM_MOE, AXK1,
-                           PARAM2_MOE, STEP3_TEXT, STEP3_VL, GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2,
-                           PHIMOE, APERTUS, NEMOTRON, GLM4, MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER,
-                           TELECHAT3, SOLAR, EXAONE]
+                           PARAM2_MOE, STEP3_TEXT, STEP3_VL,
+                           GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4,
+                           MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER, TELECHAT3, SOLAR, EXAONE,
+                           INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1, INTERNS2_PREVIEW,
+                           PANGU_ULTRA_MOE, SARVAM_MLA,
+                           FALCON_H1, LING3]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,
@@ -87,7 +96,10 @@ def adapter_for(config: dict) -> Adapter:
     model_type = config.get("model_type")
     archs = set(config.get("architectures") or [])
     for adapter in ADAPTERS:
-        if model_type in adapter.model_types and (not adapter.architectures or archs & set(adapter.architectures)):
+        # a config.json without model_type (LongCat-Flash-Lite's: remote code only) is known by its architecture
+        by_arch = model_type is None and archs & set(adapter.architectures)
+        if by_arch or (model_type in adapter.model_types
+                       and (not adapter.architectures or archs & set(adapter.architectures))):
             return adapter.for_config(config)
     known = sorted({t for a in ADAPTERS for t in a.model_types})
     raise ConfigError(f"config.json: model_type {model_type!r} is not supported (known: {', '.join(known)})")

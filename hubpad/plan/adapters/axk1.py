@@ -31,6 +31,5 @@ class Axk1Adapter(MlaAdapter):
         return {**out, "extra_args": ["--trust-remote-code"] if remote else []}
 
 
-_BASE = mla_adapter(Axk1Adapter, "axk1", vllm_reads={})
-AXK1 = dataclasses.replace(_BASE, model_types=("AXK1", "axk1"),
-                           copy_modules=_BASE.copy_modules + [L + r"post_mlp_layernorm$"])
+AXK1 = dataclasses.replace(mla_adapter(Axk1Adapter, "axk1", vllm_reads={}, more_copies=(L + r"post_mlp_layernorm$",)),
+                           model_types=("AXK1", "axk1"))

@@ -79,12 +79,15 @@ class VisionTower:
     `node`: the config.json key of the tower's own config. `keys`: each dim (heads, kv, head_dim, v_dim, inter,
     hidden, merge) -> its key in that object; `defaults`: the value vLLM's config class takes for a key a config
     omits. `patterns`: tensor pattern -> plan/tower.py kind ("qkv", "proj", "sinks", "mlp_in", "mlp_out"); the rest
-    of the tower is copied (the adapter's copy patterns name it)."""
+    of the tower is copied (the adapter's copy patterns name it). `shards`: what vLLM divides by TP ("heads": its
+    attention, "inter": its MLP, "merger": its patch merger); an InternViT tower whose attention vLLM keeps whole on
+    every rank shards only "inter", and the dims it does not shard may be left out of `keys` (1 by default)."""
 
     node: str
     keys: dict[str, str]
     defaults: dict[str, int]
     patterns: tuple[tuple[str, str], ...]
+    shards: tuple[str, ...] = ("heads", "inter", "merger")
 
 
 @dataclass(frozen=True)

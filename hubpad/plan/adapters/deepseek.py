@@ -81,16 +81,18 @@ MLA_HEADS, MLA_LATENT, ROUTER_KEYS = _MLA, _LATENT, _ROUTER_KEYS
 
 
 def mla_adapter(cls: type[MlaAdapter], model_type: str, vllm_reads: dict[str, str] | None = None,
+                more_copies: tuple[str, ...] = (), expert_keys: tuple[str, ...] = ("moe_intermediate_size",),
                 **extra) -> MlaAdapter:
     """An MLA family's adapter: MLA heads, dense MLP, routed experts and one shared expert padded; latent projections,
-    routers and the MTP layer's own modules copied (its decoder block padded like the others). `vllm_reads` defaults
-    to DeepSeek-V3's router keys, which vLLM's deepseek_v2.py reads with other defaults."""
+    routers, the MTP layer's own modules and `more_copies` (the family's other replicated modules) copied (its
+    decoder block padded like the others). `vllm_reads` defaults to DeepSeek-V3's router keys, which vLLM's
+    deepseek_v2.py reads with other defaults; `expert_keys`: the config keys that hold the experts' width."""
     return cls(
         vllm_reads=_ROUTER_KEYS if vllm_reads is None else vllm_reads,
         name=model_type, model_types=(model_type,),
         linear_patterns=_MLA + DENSE_MLP + EXPERTS + [(p, Role(r.kind, "expert")) for p, r in SHARED],
-        copy_modules=COPY_MODULES + ROUTERS + _LATENT + MTP_MODULES, copy_params=COPY_PARAMS,
-        intermediate_keys={"dense": ("intermediate_size",), "expert": ("moe_intermediate_size",)}, **extra,
+        copy_modules=COPY_MODULES + ROUTERS + _LATENT + MTP_MODULES + list(more_copies), copy_params=COPY_PARAMS,
+        intermediate_keys={"dense": ("intermediate_size",), "expert": expert_keys}, **extra,
     )
 
 

@@ -14,9 +14,9 @@ route Qwen2-MoE takes) refuses hidden_size % heads != 0. So no padded head count
 8 kv serve as they are at TP 2, 4 and 8.
 
 Encoders vLLM shards by heads (`sharded_tower_refusal`: LLaVA, LLaVA-NeXT(-Video), LLaVA-OneVision, PaliGemma, Aria,
-Mistral 3, Command A Vision, Ultravox, Voxtral): their classes have no data-parallel encoder mode, and the CLIP /
-SigLIP / Pixtral / Whisper attention derives head_dim from hidden_size // heads, so 16 or 20 heads cannot become a
-count that divides 3 or 6 (the reason multimodal Gemma 3 is refused, adapters/gemma.py).
+Mistral 3, Command A Vision, Ultravox, Voxtral, Ling V3 VL): their classes have no data-parallel encoder mode, and the
+CLIP / SigLIP / Pixtral / Whisper / Qwen3 ViT attention derives head_dim from hidden_size // heads, so 16 or 20 heads
+cannot become a count that divides 3 or 6 (the reason multimodal Gemma 3 is refused, adapters/gemma.py).
 """
 
 LLAMA4_REFUSAL = (
@@ -61,6 +61,11 @@ SHARDED_TOWER_REFUSALS: dict[str, str] = {
                                       "Mistral3ForConditionalGeneration", "Pixtral vision tower", 16, 64),
     "cohere2_vision": sharded_tower_refusal("Command A Vision", "cohere2_vision",
                                             "Cohere2VisionForConditionalGeneration", "SigLIP2 vision tower", 16, 72),
+    # Ling-3.0-flash-VL: a Qwen3 ViT (vLLM's Qwen3_VisionTransformer: head_dim = hidden_size // num_heads, 1152 / 16)
+    # whose class sets no supports_encoder_tp_data (bailing_moe_v3_vl.py), whatever its Ling 3 language model allows
+    "bailing_moe_v3_vl": sharded_tower_refusal("Ling V3 VL", "bailing_moe_v3_vl",
+                                               "BailingMoeV3VLForConditionalGeneration", "Qwen3 ViT vision tower",
+                                               16, 72),
     "ultravox": sharded_tower_refusal("Ultravox", "ultravox", "UltravoxModel", "Whisper audio encoder", 20, 64),
     "voxtral": sharded_tower_refusal("Voxtral", "voxtral", "VoxtralForConditionalGeneration", "Whisper audio encoder",
                                      20, 64),

@@ -139,6 +139,12 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # DeepSeek-V3.2 and LongCat-Flash: in 0.11.0, not in 0.10.2
     "arch:DeepseekV32ForCausalLM": ("0.11.0", "DeepseekV32ForCausalLM"),
     "arch:LongcatFlashForCausalLM": ("0.11.0", "LongcatFlashForCausalLM"),
+    # openPangu Ultra-MoE: in 0.11.1, not in 0.11.0 (the registry table's survey, docs/families.md)
+    "arch:PanguUltraMoEForCausalLM": ("0.11.1", "PanguUltraMoEForCausalLM"),
+    # Sarvam-105B: in 0.18.0 (the registry table's survey, docs/families.md)
+    "arch:SarvamMLAForCausalLM": ("0.18.0", "SarvamMLAForCausalLM"),
+    # LongCat-Flash-Lite: in 0.26.0 (the registry table's survey, docs/families.md)
+    "arch:LongcatFlashNgramForCausalLM": ("0.26.0", "LongcatFlashNgramForCausalLM"),
     "tool:longcat": ("0.11.0", "tool-call parser longcat"),
     "spec:longcat_flash_mtp": ("0.11.0", "LongCat-Flash MTP speculative decoding (LongCatFlashMTPModel)"),
     "tool:deepseek_v32": ("0.13.0", "tool-call parser deepseek_v32"),  # not in 0.12.0
@@ -295,6 +301,8 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:Qwen4ExpForCausalLM": ("0.29.0", "Qwen4ExpForCausalLM"),  # not in 0.28.0
     "arch:BailingMoeForCausalLM": ("0.10.0", "BailingMoeForCausalLM"),  # not in 0.9.2
     "arch:BailingMoeV2ForCausalLM": ("0.11.0", "BailingMoeV2ForCausalLM"),  # not in 0.10.2
+    "arch:FalconH1ForCausalLM": ("0.9.0", "FalconH1ForCausalLM"),  # not in 0.8.5.post1
+    "arch:BailingMoeV3ForCausalLM": ("0.28.0", "BailingMoeV3ForCausalLM"),  # not in 0.27.1
     # Step-3: both classes, vLLM's step3_text / step3_vl config classes and the step3 parsers in 0.10.1 (not 0.10.0);
     # Step3VL's supports_encoder_tp_data from 0.10.2 (not in 0.10.1.1)
     "arch:Step3TextForCausalLM": ("0.10.1", "Step3TextForCausalLM"),
@@ -302,6 +310,15 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "encoder-dp:Step3VLForConditionalGeneration": ("0.10.2", "a data-parallel vision encoder for Step-3"),
     "tool:step3": ("0.10.1", "tool-call parser step3"),
     "reasoning:step3": ("0.10.1", "reasoning parser step3"),
+    # The InternViT family (the classes' first releases as docs/families.md's registry table read them)
+    "arch:InternVLChatModel": ("0.5.4", "InternVLChatModel"),
+    "arch:NVLM_D": ("0.6.3", "NVLM_D"),
+    "arch:SkyworkR1VChatModel": ("0.8.3", "SkyworkR1VChatModel"),
+    "arch:InternVLForConditionalGeneration": ("0.10.2", "InternVLForConditionalGeneration"),
+    "arch:InternS1ForConditionalGeneration": ("0.10.1", "InternS1ForConditionalGeneration"),
+    # a Qwen3_5MoeForConditionalGeneration subclass from its first release: its data-parallel encoder with it
+    "arch:InternS2PreviewForConditionalGeneration": ("0.22.0", "InternS2PreviewForConditionalGeneration"),
+    "encoder-dp:InternS2PreviewForConditionalGeneration": ("0.22.0", "a data-parallel vision encoder for Intern-S2"),
     # MuseGlimmerForCausalLM (muse_glimmer and muse_glimmer_text): the registry survey's first release (docs/families.md)
     "arch:MuseGlimmerForCausalLM": ("0.28.0", "MuseGlimmerForCausalLM"),
     # DiffusionGemmaForBlockDiffusion (google/diffusiongemma-26B-A4B-it): the registry survey's first release
@@ -313,7 +330,11 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
 # offline: a derivative that uses one gets no minimum on its card (a minimum from its other features would be too
 # old), and hubpad.json names them (serving.min_vllm.unread). feature -> what it is. Empty since the late-2026
 # families' first releases were read (FIRST_RELEASE above); a feature added without reading its wheels goes here.
-UNREAD: dict[str, str] = {}
+UNREAD: dict[str, str] = {
+    "encoder-dp:InternVLChatModel": "a data-parallel vision encoder for InternVL-Chat",
+    "encoder-dp:NVLM_D": "a data-parallel vision encoder for NVLM-D",
+    "hf-overrides:nested": "--hf-overrides reaching a nested text_config (ModelConfig._apply_dict_overrides)",
+}
 
 
 def _key(version: str) -> tuple[int, ...]:
