@@ -11,6 +11,7 @@ step is decisive and a single wrong padded value changes the output.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 
+from tests.axk1_models import add_dense_post_mlp_norms
 from tests.tiny_moe import HY3_MTP_EXTRAS, MTP_EXTRAS, add_mtp_layer, randomize
 
 VOCAB = 512
@@ -46,6 +48,8 @@ class Family:
     # multiplies the embedding after randomize(): a tied embedding that the model scales by sqrt(hidden) (Gemma 2)
     # otherwise outweighs every layer, and the greedy output repeats the prompt's last token
     embed_scale: float = 1.0
+    # tensors the published checkpoints store that transformers' save leaves out, added to the saved folder
+    after_save: Callable[[Path], None] | None = None
 
 
 # DeepSeek-V3's router (vLLM defaults to softmax without a correction bias), and MLA served by the reference CPU_MLA
@@ -130,6 +134,13 @@ FAMILIES: dict[str, Family] = {
                          seed=4),  # seed 0: a greedy step 5.2e-3 from a tie (seen in vLLM, and in transformers)
     "kimi_k2": Family("deepseek_v3", _MLA, published_keys=_MLA_KEYS, saved_model_type="kimi_k2", engine=_CPU_MLA,
                       reference_tp=_SAME_HEADS_PER_RANK),
+    # A.X-K1: DeepSeek-V3's MLA and MoE with post_mlp_layernorm on the MoE output (transformers' AXK1 class; vLLM's
+    # AXK1ForCausalLM reads first_k_dense_replace, which transformers 5.24 saves as mlp_layer_types, and loads a
+    # post_mlp_layernorm in the dense layers too, which transformers' save leaves out); no MTP layer (vLLM has no
+    # A.X-K1 drafter and skips its weights)
+    "axk1": Family("axk1", {k: v for k, v in _MLA.items() if k != "num_nextn_predict_layers"}, engine=_CPU_MLA,
+                   published_keys={"first_k_dense_replace": 1}, reference_tp=_SAME_HEADS_PER_RANK,
+                   after_save=add_dense_post_mlp_norms),
     # GLM-4.7-Flash: the same MLA with GLM's MoE block (sigmoid routing and correction bias always, one group, as
     # published), its MTP layer; transformers' class picks dense / MoE layers from mlp_layer_types (1 dense, then MoE),
     # vLLM's from first_k_dense_replace, which published configs state and transformers does not save
@@ -215,6 +226,8 @@ def build(family: str, path: Path, seed: int | None = None) -> Path:
         with torch.no_grad():
             model.get_input_embeddings().weight.mul_(f.embed_scale)
     model.to(f.dtype).save_pretrained(path)
+    if f.after_save:
+        f.after_save(path)
     add_tokenizer(path)
     if f.mtp:
         add_mtp_layer(path, cfg, dtype=torch.bfloat16, extras=f.mtp)

@@ -92,3 +92,17 @@ def tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
                 (p + "mlp.c_fc.weight", bf, (m, w)), (p + "mlp.c_fc.bias", bf, (m,)),
                 (p + "mlp.c_proj.weight", bf, (w, m)), (p + "mlp.c_proj.bias", bf, (w,))]
     return out
+
+
+# Step-3.5-Flash (stepfun-ai/Step-3.5-Flash, Step3p5ForCausalLM): the same language model at the top of config.json,
+# without the tower. Its dims as public copies state them (not read on huggingface.co): a Megatron-Bridge Step-3.5
+# conversion test, a remote-code Step3p5Config's defaults, a Step-3.5-Flash benchmark note and a model-zoo class
+# agree on hidden 4096, 45 layers + 3 MTP, 64 / 96 heads, 8 kv heads of 128, 288 experts top-8 of 1280, a shared
+# expert of 1280, dense layers 0-2 of 11264, window 512, vocab 128896.
+STEP35_FLASH = {**STEP37_FLASH["text_config"], "architectures": ["Step3p5ForCausalLM"], "model_type": "step3p5"}
+
+
+def step35_tensors(cfg: dict) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(name, dtype, shape) of every Step-3.5 tensor: Step-3.7's without the tower."""
+    return [t for t in tensors({"text_config": cfg, "vision_config": STEP37_FLASH["vision_config"]})
+            if not t[0].startswith(("vision_model.", "vit_"))]

@@ -21,8 +21,8 @@ from hubpad.source.local import LocalSource
 from hubpad.testing import tiny_hy3_tensors, write_checkpoint
 from tests import (diffusion_gemma_real, dsa_real, dsv41_real, dsv4_real, gemma4_real, glm_real, gqa_real, hybrid_real,
                    inkling_real, internvl_real, linear_real, llama_line_real, mimo_real, minimax_real, mla2_real,
-                   mla_line_real, mla_real, muse_glimmer_real, nemotron_h_real, nemotron_nas_real, qwen35_real,
-                   real_models, registry_real, step3p7_real, teleflm_real, vlm_families_real,
+                   mla_line_real, mla_real, moe_stream_real, muse_glimmer_real, nemotron_h_real, nemotron_nas_real,
+                   qwen35_real, real_models, registry_real, step3p7_real, teleflm_real, vlm_families_real,
                    vlm_real)
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
@@ -141,6 +141,9 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "Step3TextForCausalLM": [(None, _with(STEP3_321B, step3_tensors))],
     "TeleFLMForCausalLM": [(None, _with(teleflm_real.FLM2_52B, teleflm_real.tensors))],
     "Step3p7ForConditionalGeneration": [(None, _with(step3p7_real.STEP37_FLASH, step3p7_real.tensors))],
+    "Step3p5ForCausalLM": [(None, _with(step3p7_real.STEP35_FLASH, step3p7_real.step35_tensors))],
+    "AXK1ForCausalLM": [(None, _with(moe_stream_real.AXK1_CONFIG, moe_stream_real.axk1_tensors))],
+    "SarvamMoEForCausalLM": [(None, _with(moe_stream_real.SARVAM_30B, moe_stream_real.ling_tensors))],
 }
 PAIR = re.compile(r"(\d+(?:/\d+)*)\s*→\s*(\d+(?:/\d+)*)")
 GB = re.compile(r"([\d.]+) / ([\d.]+)(?: GB)?")

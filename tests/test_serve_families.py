@@ -40,6 +40,7 @@ CASES = [
     pytest.param("deepseek_v3", 3, id="deepseek_v3-tp3"),
     pytest.param("deepseek_v3", 6, id="deepseek_v3-tp6"),
     pytest.param("kimi_k2", 3, id="kimi_k2-tp3"),
+    pytest.param("axk1", 3, id="axk1-tp3"),  # A.X-K1: DeepSeek-V3's MLA plus post_mlp_layernorm (issue 33)
     pytest.param("glm4_moe_lite", 3, id="glm4_moe_lite-tp3"),
     pytest.param("glm4_moe_lite", 6, id="glm4_moe_lite-tp6"),
     pytest.param("deepseek_v2", 3, id="deepseek_v2-tp3"),  # through the card's --hf-overrides (a config class)

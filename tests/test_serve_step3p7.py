@@ -16,7 +16,6 @@ served through vLLM's Step3p5 classes (the ones Step3p7ForConditionalGeneration 
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -47,40 +46,9 @@ class Step3p7Config(PretrainedConfig):
 
 
 def _upstream(path):
-    from tests import serve_models
-    from tests.step3p7_models import build_step3p7, published_config
+    from tests.step3p7_models import build_served
 
-    other = dict(published_config()["text_config"]["attention_other_setting"], head_dim=32, true_head_dim=32)
-    # head_dim 32 (vLLM's CPU attention takes it), no swiglu clamp (the clamped fused-MoE activation is not the point),
-    # softmax routing: the CPU router asserts softmax outside grouped top-k (cpu_router._compute_routing), and
-    # Step3p5 routes ungrouped; the published sigmoid + bias routing stops there (original and derivative alike)
-    build_step3p7(path, seed=SEED, dtype=torch.bfloat16, hidden_size=128, head_dim=32, attention_other_setting=other,
-                  vocab_size=serve_models.VOCAB, intermediate_size=256, moe_intermediate_size=64, share_expert_dim=64,
-                  sliding_window=16, max_position_embeddings=256, moe_router_activation="softmax",
-                  swiglu_limits=[0.0] * 3, swiglu_limits_shared=[0.0] * 3)
-    serve_models.add_tokenizer(path)
-    return path
-
-
-def _text_only(model, into):
-    """The same checkpoint as vLLM's text-only Step3p5ForCausalLM reads it: text_config's keys at the top, the vision
-    tensors left out, every other file (tokenizer, vocab plugin) as it is."""
-    from safetensors.torch import load_file, save_file
-
-    into.mkdir(parents=True)
-    for f in model.iterdir():
-        if f.is_dir():
-            shutil.copytree(f, into / f.name)
-        elif not f.name.endswith(".safetensors") and f.name not in ("config.json", "model.safetensors.index.json"):
-            shutil.copy(f, into / f.name)
-    tensors = {}
-    for f in sorted(model.glob("*.safetensors")):
-        tensors.update({k: v for k, v in load_file(f).items() if not k.startswith(("vision_model.", "vit_"))})
-    save_file(tensors, into / "model.safetensors", metadata={"format": "pt"})
-    cfg = json.loads((model / "config.json").read_text())
-    text = {**cfg["text_config"], "model_type": "step3p5", "architectures": ["Step3p5ForCausalLM"]}
-    (into / "config.json").write_text(json.dumps(text, indent=2))
-    return into
+    return build_served(path, seed=SEED)
 
 
 def test_step3p7_does_not_run_in_the_cpu_build(tmp_path):
@@ -100,6 +68,7 @@ def test_step3p7_does_not_run_in_the_cpu_build(tmp_path):
 @pytest.mark.parametrize("tp", [3, 6])
 def test_step3p7_language_model_serves_the_originals_outputs(tmp_path, tp):
     from tests.helpers import cli
+    from tests.step3p7_models import text_only
 
     src = _upstream(tmp_path / "upstream")
     dst = tmp_path / f"tp{tp}"
@@ -108,9 +77,9 @@ def test_step3p7_language_model_serves_the_originals_outputs(tmp_path, tp):
     text = json.loads((dst / "config.json").read_text())["text_config"]
     assert (text["num_attention_heads"], text["num_attention_groups"],
             text["attention_other_setting"]["num_attention_heads"]) == {3: (6, 3, 9), 6: (12, 6, 18)}[tp]
-    original = serving.run_vllm([serving.job(_text_only(src, tmp_path / "text-upstream"), 1)],
+    original = serving.run_vllm([serving.job(text_only(src, tmp_path / "text-upstream"), 1)],
                                 tmp_path / "run-original").ok(0)
-    served = _text_only(dst, tmp_path / f"text-tp{tp}")
+    served = text_only(dst, tmp_path / f"text-tp{tp}")
     run = serving.run_vllm([serving.job(served, tp)], tmp_path / f"run-tp{tp}",
                            plugins=serving.install_plugin(served, tmp_path / "plugin"))
     delta = serving.assert_same_outputs(original, run.ok(0), f"step3p5 language model TP=1 vs derivative TP={tp}")

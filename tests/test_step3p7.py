@@ -127,18 +127,25 @@ def test_step3p7_readings_that_disagree_are_refused(tmp_path):
         make_plan(LocalSource(src), 3)
 
 
+LAYOUTS = {"Step-3.7-Flash": ("STEP37_FLASH", "tensors", "text_config."),  # its language model under text_config
+           "Step-3.5-Flash": ("STEP35_FLASH", "step35_tensors", "")}  # the same language model, text-only
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
 @pytest.mark.parametrize("tp", [3, 6])
-def test_step3p7_flash_published_layout_plans(tmp_path, tp):
+def test_step_flash_published_layout_plans(tmp_path, tp, name):
     """64 full / 96 sliding heads, 8 kv -> 72 / 108 / 9 at TP 3 and 96 / 144 / 12 at TP 6 (whole kv groups of both
     layer types); experts 1280 -> 1344 / 1536 (448 / 256 per rank, multiples of 64), shared expert 1280 -> 1536 and
-    the dense MLP 11264 -> 11520 (whole 128-wide tiles per rank); the vision tower copied (tests/step3p7_real.py says
-    which figures are unconfirmed offline)."""
+    the dense MLP 11264 -> 11520 (whole 128-wide tiles per rank); Step-3.7's vision tower copied; Step-3.5
+    (`step3p5`) padded alike at the top of config.json (tests/step3p7_real.py says which figures are unconfirmed
+    offline)."""
     from hubpad.testing import write_checkpoint
     from tests import step3p7_real
     from tests.helpers import cli
 
-    cfg = step3p7_real.STEP37_FLASH
-    src = write_checkpoint(tmp_path / "Step-3.7-Flash", cfg, step3p7_real.tensors(cfg), n_shards=4, header_only=True)
+    config, tensors, prefix = LAYOUTS[name]
+    cfg = getattr(step3p7_real, config)
+    src = write_checkpoint(tmp_path / name, cfg, getattr(step3p7_real, tensors)(cfg), n_shards=4, header_only=True)
     result = cli("plan", src, "--tp", str(tp), "--json")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
@@ -148,9 +155,16 @@ def test_step3p7_flash_published_layout_plans(tmp_path, tp):
     assert (dims["expert intermediate"], dims["shared intermediate"], dims["dense intermediate"]) == (
         {3: 1344, 6: 1536}[tp], 1536, 11520)
     changes = plan["config_changes"]
-    other = changes["text_config.attention_other_setting"][1]
-    assert (other["num_attention_heads"], other["num_attention_groups"]) == (swa, kv)
-    assert changes["text_config.num_attention_groups"] == [8, kv]
+
+    def after(key):  # a changed config value, whether the plan lists its object whole or by its nested keys
+        if key in changes:
+            return changes[key][1]
+        head, _, leaf = key.rpartition(".")
+        return changes[head][1][leaf]
+
+    other = f"{prefix}attention_other_setting."
+    assert (after(other + "num_attention_heads"), after(other + "num_attention_groups")) == (swa, kv)
+    assert changes[f"{prefix}num_attention_groups"] == [8, kv]
     rows = {r["dim"]: r for r in plan["rank_table"]}
     assert rows["q_proj rows (sliding)"]["per_rank"] == swa // tp * 128
     assert rows["g_proj rows (sliding)"]["per_rank"] == swa // tp

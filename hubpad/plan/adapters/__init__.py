@@ -8,6 +8,7 @@ from __future__ import annotations
 from hubpad.errors import ConfigError
 from hubpad.util.text import short
 from hubpad.plan.adapters.afmoe import AFMOE
+from hubpad.plan.adapters.axk1 import AXK1
 from hubpad.plan.adapters.bailing import BAILING_MOE
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.adapters.cohere import COHERE, COHERE2, COHERE2_MOE
@@ -50,13 +51,16 @@ from hubpad.plan.adapters.nemotron_h import NEMOTRON_H, NEMOTRON_H_PUZZLE
 from hubpad.plan.adapters.nemotron_nas import NEMOTRON_NAS
 from hubpad.plan.adapters.plamo3 import PLAMO3
 from hubpad.plan.adapters.openpangu import PANGU_ULTRA_MOE
+from hubpad.plan.adapters.param2 import PARAM2_MOE
 from hubpad.plan.adapters.sarvam import SARVAM_MLA
 from hubpad.plan.adapters.qwen import QWEN2, QWEN2_MOE, QWEN3, QWEN_MOE
 from hubpad.plan.adapters.qwen4_exp import QWEN4_EXP, QWEN4_EXP_TEXT
 from hubpad.plan.adapters.qwen_next import QWEN3_5, QWEN3_5_MOE, QWEN3_5_MOE_TEXT, QWEN3_5_TEXT, QWEN3_NEXT
 from hubpad.plan.adapters.qwen_vl import QWEN3_VL, QWEN3_VL_MOE
+from hubpad.plan.adapters.sarvam_moe import SARVAM_MOE
 from hubpad.plan.adapters.solar import SOLAR
 from hubpad.plan.adapters.step3 import STEP3_TEXT, STEP3_VL
+from hubpad.plan.adapters.step3p5 import STEP3P5
 from hubpad.plan.adapters.step3p7 import STEP3P7
 from hubpad.plan.adapters.teleflm import TELEFLM
 from hubpad.plan.adapters.ungated import APERTUS, NEMOTRON
@@ -70,10 +74,11 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
                            QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
                            HY_V4, LONGCAT_FLASH_NGRAM, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
-                           GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, DEEPSEEK_V41, STEP3P7, NEMOTRON_H,
+                           GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, DEEPSEEK_V41, STEP3P7, STEP3P5, NEMOTRON_H,
                            NEMOTRON_H_PUZZLE, INKLING, INKLING_MODEL, ERNIE45_MOE, EXAONE4, EXAONE4_5, EXAONE_MOE,
                            COHERE, COHERE2,
-                           COHERE2_MOE, AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, STEP3_TEXT, STEP3_VL,
+                           COHERE2_MOE, AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, SARVAM_MOE, AXK1,
+                           PARAM2_MOE, STEP3_TEXT, STEP3_VL,
                            GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4,
                            MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER, TELECHAT3, SOLAR, EXAONE,
                            INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1, INTERNS2_PREVIEW,

@@ -45,9 +45,10 @@ STEP_MLP = ([(L + rf"{m}\.(gate_proj|up_proj)$", Role("rows", g)) for m, g in _G
 STEP_TOWER = r"^(vision_model\.|vit_large_projector$)"
 # q_norm / k_norm span one head's head_dim (shared by every head); the MoE router and its bias; MTP layers' own
 # modules (model.layers.N for N >= num_hidden_layers: vLLM's Step3p5MTP).
-_OWN_MODULES = [L + r"self_attn\.(q_norm|k_norm)$", L + r"moe\.gate$",
-                L + r"(enorm|hnorm|eh_proj|shared_head\.norm|shared_head\.output)$", STEP_TOWER]
-_OWN_PARAMS = [L + r"moe\.router_bias$", r"^vision_model\..*$"]
+# (Step-3.5, the same language model without the tower, shares these.)
+OWN_MODULES = [L + r"self_attn\.(q_norm|k_norm)$", L + r"moe\.gate$",
+               L + r"(enorm|hnorm|eh_proj|shared_head\.norm|shared_head\.output)$"]
+OWN_PARAMS = [L + r"moe\.router_bias$"]
 STEP_INTER = {"dense": ("intermediate_size",), "shared": ("share_expert_dim",),
               "expert": ("moe_intermediate_size",)}
 
@@ -138,7 +139,7 @@ class Step3p7Adapter(Adapter):
                                       names={swa: "sliding", heads: "full"}, gates=frozenset({"g"}))
 
     def padded_config(self, upstream: dict, config: dict, heads: int, kv: int) -> dict:
-        text = dict(config[self.text_config])
+        text = dict(Adapter.dims_config(self, config))  # as written, without the aliases dims_config adds
         up = self.dims_config(upstream)
         swa = layer_heads.padded([sliding_heads(up)], int(up.get("num_attention_heads") or 1), heads)[0]
         if "num_attention_groups" in text:
@@ -155,7 +156,7 @@ class Step3p7Adapter(Adapter):
             text["per_layer_config"] = {i: {**over, "num_attention_heads": swa}
                                         if isinstance(over, dict) and "num_attention_heads" in over else over
                                         for i, over in text["per_layer_config"].items()}
-        return {**config, self.text_config: text}
+        return {**config, self.text_config: text} if self.text_config else text
 
     def serving(self, config: dict) -> dict:
         """vLLM's step3p5 parsers and MTP drafter (Step3p5MTP: one draft step per MTP layer, n_predict =
@@ -172,6 +173,7 @@ class Step3p7Adapter(Adapter):
 
 STEP3P7 = Step3p7Adapter(
     name="step3p7", model_types=("step3p7",), linear_patterns=STEP_MLP,
-    copy_modules=COPY_MODULES + _OWN_MODULES, copy_params=COPY_PARAMS + _OWN_PARAMS, intermediate_keys=STEP_INTER,
+    copy_modules=COPY_MODULES + OWN_MODULES + [STEP_TOWER], copy_params=COPY_PARAMS + OWN_PARAMS + [r"^vision_model\..*$"],
+    intermediate_keys=STEP_INTER,
     text_config="text_config", tp_at_most_experts=True,
 )

