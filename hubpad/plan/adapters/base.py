@@ -190,7 +190,9 @@ COPY_PARAMS = [
 
 
 # What Adapter._compile sets (Adapter.__getattr__ compiles on first use of any of them).
-_COMPILED = frozenset({'_linear', '_head_vectors', '_head_rows', '_fused_experts', '_presharded_qkv', '_linear_attention', '_linear_kinds', '_tower', '_tower_each', '_tower_kinds', '_copy_modules', '_copy_params', '_any_role', '_any_copy_param', '_copy_param_tails'})
+_COMPILED = frozenset({"_linear", "_head_vectors", "_head_rows", "_fused_experts", "_presharded_qkv",
+                       "_linear_attention", "_linear_kinds", "_tower", "_tower_each", "_tower_kinds", "_copy_modules",
+                       "_copy_params", "_any_role", "_any_copy_param", "_copy_param_tails"})
 
 
 @dataclass

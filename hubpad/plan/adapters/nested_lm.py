@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 
 from hubpad.errors import ConfigError
 from hubpad.plan.adapters.base import Adapter, VisionTower
+from hubpad.plan.adapters.vllm import with_encoder_data_parallel
 
 
 def _move(pattern: str, lm_prefix: str, head_prefix: str) -> str:
@@ -87,8 +88,7 @@ class NestedLM(Adapter):
         features = [f for f in base.get("vllm_features", []) if not f.startswith("arch:")] + [f"arch:{self.vlm.arch}"]
         out = {**base, "vllm_features": features}
         if self.vlm.encoder_dp:
-            out["vllm_features"] += ["flag:mm-encoder-tp-mode", f"encoder-dp:{self.vlm.arch}"]
-            out["mm_encoder_tp_mode"] = "data"
+            out = with_encoder_data_parallel(out, self.vlm.arch)
         if self.vlm.remote_config:
             out["extra_args"] = list(out.get("extra_args") or []) + ["--trust-remote-code"]
         return out

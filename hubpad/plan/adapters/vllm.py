@@ -369,8 +369,18 @@ def encoder_data_parallel(arch: str, tool: str | None = None, reasoning: str | N
     """`serving` for a vision-language class whose tower every rank holds whole: `--mm-encoder-tp-mode data`, which
     vLLM honours only where the class sets supports_encoder_tp_data (`encoder-dp:<arch>`)."""
     out = serving(tool=tool, reasoning=reasoning, spec=spec,
-                  features=(f"arch:{arch}", "flag:mm-encoder-tp-mode", f"encoder-dp:{arch}", *features))
+                  features=(f"arch:{arch}", *_encoder_dp_features(arch), *features))
     return {**out, "mm_encoder_tp_mode": "data"}
+
+
+def with_encoder_data_parallel(out: dict, arch: str) -> dict:
+    """`out` (another family's serving facts, as a VLM wrapping it uses them) with the tower whole on every rank."""
+    return {**out, "vllm_features": [*out.get("vllm_features", []), *_encoder_dp_features(arch)],
+            "mm_encoder_tp_mode": "data"}
+
+
+def _encoder_dp_features(arch: str) -> tuple[str, ...]:
+    return ("flag:mm-encoder-tp-mode", f"encoder-dp:{arch}")
 
 
 def serving(tool: str | None = None, reasoning: str | None = None, spec: dict | None = None,
