@@ -70,21 +70,18 @@ __all__ = ["ADAPTERS", "COPY", "REFUSED", "Adapter", "Role", "adapter_for", "che
 
 # Drafts first: they share their decoder's model_type and are told apart by their architectures.
 ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA, MISTRAL, QWEN2, QWEN3, MIXTRAL,
-                           QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE,
-                           GEMMA3_TEXT, GPT_OSS, QWEN3_VL, QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT,
-                           QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25, GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA,
-                           HY_V4, LONGCAT_FLASH_NGRAM, LONGCAT_FLASH, GEMMA4, GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3,
-                           GLM5_NEXT, MINIMAX_M2, MINIMAX_M3, DEEPSEEK_V4, DEEPSEEK_V41, STEP3P7, STEP3P5, NEMOTRON_H,
-                           NEMOTRON_H_PUZZLE, INKLING, INKLING_MODEL, ERNIE45_MOE, EXAONE4, EXAONE4_5, EXAONE_MOE,
-                           COHERE, COHERE2,
-                           COHERE2_MOE, AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, SARVAM_MOE, AXK1,
-                           PARAM2_MOE, STEP3_TEXT, STEP3_VL,
-                           GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE, APERTUS, NEMOTRON, GLM4,
-                           MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER, TELECHAT3, SOLAR, EXAONE,
-                           INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1, INTERNS2_PREVIEW,
-                           PANGU_ULTRA_MOE, SARVAM_MLA,
-                           FALCON_H1, LING3,
-                           NEMOTRON_NAS, TELEFLM, PLAMO3]
+                           QWEN_MOE, QWEN2_MOE, DEEPSEEK_V3, KIMI_K2, GLM4_MOE, GEMMA3_TEXT, GPT_OSS, QWEN3_VL,
+                           QWEN3_VL_MOE, QWEN3_5, QWEN3_5_MOE, QWEN3_5_TEXT, QWEN3_5_MOE_TEXT, QWEN3_NEXT, KIMI_K25,
+                           GLM4V_MOE, DEEPSEEK_V32, GLM_MOE_DSA, HY_V4, LONGCAT_FLASH_NGRAM, LONGCAT_FLASH, GEMMA4,
+                           GEMMA4_TEXT, MIMO_V2, QWEN4_EXP, KIMI_LINEAR, KIMI_K3, GLM5_NEXT, MINIMAX_M2, MINIMAX_M3,
+                           DEEPSEEK_V4, DEEPSEEK_V41, STEP3P7, STEP3P5, NEMOTRON_H, NEMOTRON_H_PUZZLE, INKLING,
+                           INKLING_MODEL, ERNIE45_MOE, EXAONE4, EXAONE4_5, EXAONE_MOE, COHERE, COHERE2, COHERE2_MOE,
+                           AFMOE, LAGUNA, MINIMAX_M3_TEXT, QWEN4_EXP_TEXT, BAILING_MOE, SARVAM_MOE, AXK1, PARAM2_MOE,
+                           STEP3_TEXT, STEP3_VL, GLM4_MOE_LITE, DEEPSEEK_V2, K2_HORIZON, DOTS3_NOTE, GEMMA2, PHIMOE,
+                           APERTUS, NEMOTRON, GLM4, MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER,
+                           TELECHAT3, SOLAR, EXAONE, INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1,
+                           INTERNS2_PREVIEW, PANGU_ULTRA_MOE, SARVAM_MLA, FALCON_H1, LING3, NEMOTRON_NAS, TELEFLM,
+                           PLAMO3]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

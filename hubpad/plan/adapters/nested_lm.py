@@ -21,17 +21,16 @@ import re
 from dataclasses import dataclass, field, fields
 
 from hubpad.errors import ConfigError
-from hubpad.plan.adapters.base import Adapter, VisionTower
+from hubpad.plan.adapters.base import Adapter, VisionTower, under
 from hubpad.plan.adapters.vllm import with_encoder_data_parallel
 
 
 def _move(pattern: str, lm_prefix: str, head_prefix: str) -> str:
-    """One text-family pattern moved under the VLM's prefixes (`^model\\.` and `^lm_head`)."""
-    if pattern.startswith(r"^model\."):
-        return "^" + re.escape(lm_prefix) + pattern[len(r"^model\."):]
+    """One text-family pattern moved under the VLM's prefixes: `^model\\.` as base.under moves it, `^lm_head` under
+    `head_prefix`."""
     if pattern.startswith(r"^lm_head"):
         return "^" + re.escape(head_prefix) + pattern[1:]
-    return pattern
+    return under(lm_prefix, [pattern])[0]
 
 
 def _move_all(items: list, lm_prefix: str, head_prefix: str) -> list:
