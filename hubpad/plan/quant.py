@@ -17,6 +17,7 @@ from hubpad.plan.gptq_awq import LAYOUTS as PACKED_LAYOUTS
 from hubpad.plan.gptq_awq import PACKED_SUFFIXES, PackedConfig, detect_packed, packed_zero_fill, read_packed_config
 
 FLOAT_DTYPES = {"BF16", "F16", "F32", "F64"}
+DENSE_TAGS = {"BF16": "bf16", "F16": "fp16", "F32": "fp32", "F64": "fp64"}  # an unquantized layer's format tag
 
 # The value written into every NEW scale cell of a padded quantized tensor: 1.0, finite and positive, so
 # no kernel that takes logs/exponents of scales (DeepGEMM UE8M0, Marlin's FP8-S0E5M3) sees 0, NaN or a sign.
@@ -133,6 +134,7 @@ class LinearLayout:
     batch: tuple[int, ...] = ()  # leading dims of fused 3-D expert weights
     block: tuple[int, int] | None = None
     group: int | None = None
+    dtype: str | None = None  # an unquantized weight's safetensors dtype (BF16, F16, F32, F64): its format tag
 
     @property
     def n_align(self) -> int:
@@ -176,7 +178,9 @@ class LinearLayout:
 
     @property
     def format_tag(self) -> str:
-        return {"dense": "bf16", "fp8-tensor": "fp8", "fp8-channel": "fp8", "fp8-block": "fp8",
+        if self.name == "dense":
+            return DENSE_TAGS[self.dtype or "BF16"]
+        return {"fp8-tensor": "fp8", "fp8-channel": "fp8", "fp8-block": "fp8",
                 "nvfp4": "nvfp4", "nvfp4-modelopt": "nvfp4", "mxfp4": "mxfp4", "int4": "int4", "gptq": "gptq",
                 "gptq_v2": "gptq",
                 "awq": "awq"}[self.name]
@@ -230,7 +234,7 @@ def detect_layout(module: str, params: dict[str, TensorInfo], qcfg: QuantConfig)
         extra = has - {"weight", "bias"}
         if extra:
             raise HubpadError(f"tensor {module}.{sorted(extra)[0]}: quantization parameter on an unquantized weight")
-        return LinearLayout("dense", w.shape[-2], w.shape[-1], w.shape[:-2])
+        return LinearLayout("dense", w.shape[-2], w.shape[-1], w.shape[:-2], dtype=w.dtype)
     raise HubpadError(f"tensor {module}.weight: dtype {w.dtype} is not a known weight format")
 
 
