@@ -20,6 +20,7 @@ import json
 
 import pytest
 
+from hubpad.errors import ConfigError
 from hubpad.plan import lightning
 from hubpad.plan.adapters import adapter_for
 from tests.helpers import assert_same_logits, cli, folder_tensors, mirror_and_verify
@@ -129,3 +130,20 @@ def test_upstream_that_shards_is_left_alone(tmp_path):
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
     assert {d["config_keys"][0]: d["after"] for d in plan["dims"]}["num_attention_heads"] == 16
+
+
+def test_head_dim_is_written_where_config_json_leaves_it_out(tmp_path):
+    """vLLM's lightning layer falls back to hidden_size // heads without head_dim: the derivative states the
+    upstream's (64 // 16 = 4), not 64 // 18."""
+    from hubpad.plan.planner import make_plan
+    from hubpad.source.local import LocalSource
+
+    src = tmp_path / "src"
+    cfg = ling25_models.build_ling25(src)
+    cfg.pop("head_dim")
+    (src / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ConfigError, match="shape"):  # the tensors say 8, the fallback 4: a mismatch is named
+        make_plan(LocalSource(src), 3)
+    ling25_models.build_ling25(src, head_dim=None)
+    new = make_plan(LocalSource(src), 3).new_config
+    assert (new["num_attention_heads"], new["head_dim"]) == (18, 4)
