@@ -32,7 +32,8 @@ from tests.helpers import save_tiny
 # 5 layers in groups of 2: lightning 0, 2, 4 (the trailing layer 4 too, vLLM's rule) and MLA 1, 3. 16 heads of 8 in 8
 # norm groups (2 heads a group, as 64 heads in 8 groups hold 8): 18 heads / 9 groups at TP 3, 24 / 12 at TP 6, both
 # below 32 (the slopes kept). MLA: nope 8 + rope 8, v 8, kv_lora_rank 16, q_proj without LoRA. A dense first MLP, then
-# MoE of 4 experts (2 groups, top 2) with one shared expert.
+# MoE of 4 experts (2 groups, top 2) with one shared expert; one MTP layer (model.layers.5: MLA and MoE, with its enorm /
+# hnorm / eh_proj / final_layernorm), which vLLM's main model and this reference skip.
 LING25_TINY = {
     "architectures": ["BailingMoeV2_5ForCausalLM"], "model_type": "bailing_hybrid", "vocab_size": 256,
     "hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 64, "moe_shared_expert_intermediate_size": 64,
@@ -42,7 +43,7 @@ LING25_TINY = {
     "score_function": "sigmoid", "moe_router_enable_expert_bias": True, "kv_lora_rank": 16, "q_lora_rank": None,
     "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8, "use_qk_norm": True, "linear_silu": False,
     "partial_rotary_factor": 0.5, "rope_theta": 600000.0, "rms_norm_eps": 1e-6, "max_position_embeddings": 128,
-    "use_bias": False, "use_qkv_bias": False, "tie_word_embeddings": False, "num_nextn_predict_layers": 0,
+    "use_bias": False, "use_qkv_bias": False, "tie_word_embeddings": False, "num_nextn_predict_layers": 1,
 }
 
 
@@ -79,11 +80,15 @@ def build_ling25(path: Path, seed: int = 0, dtype=torch.float64, config_class: t
     nope, rope, v, kvl = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"], c["kv_lora_rank"]
     t = {"model.word_embeddings.weight": rand(c["vocab_size"], D, scale=1.0), "model.norm.weight": norm(D),
          "lm_head.weight": rand(c["vocab_size"], D)}
-    for i in range(c["num_hidden_layers"]):
+    layers = c["num_hidden_layers"]
+    for i in range(layers + c.get("num_nextn_predict_layers", 0)):  # then the MTP layers (the publisher's MTPLayer)
         p = f"model.layers.{i}."
         t[p + "input_layernorm.weight"], t[p + "post_attention_layernorm.weight"] = norm(D), norm(D)
+        if i >= layers:
+            t[p + "enorm.weight"], t[p + "hnorm.weight"], t[p + "final_layernorm.weight"] = norm(D), norm(D), norm(D)
+            t[p + "eh_proj.weight"] = rand(D, 2 * D)
         a = p + "attention."
-        if is_lightning(i, c):
+        if i < layers and is_lightning(i, c):
             t[a + "query_key_value.weight"] = rand(3 * H * d, D)
             t[a + "query_layernorm.weight"], t[a + "key_layernorm.weight"] = norm(d), norm(d)
             t[a + "g_proj.weight"], t[a + "g_norm.weight"] = rand(H * d, D), norm(H * d)

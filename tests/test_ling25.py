@@ -60,6 +60,8 @@ def test_ling25_padded_model_gives_identical_logits(tmp_path, upstream, tp):
     a = "model.layers.3.attention."  # MLA: nope 8 + rope 8, v 8
     assert shapes[a + "q_proj.weight"] == [heads * 16, 64] and shapes[a + "kv_b_proj.weight"] == [heads * 16, 16]
     assert shapes[a + "dense.weight"] == [64, heads * 8] and shapes[a + "kv_a_proj_with_mqa.weight"] == [24, 64]
+    mtp = "model.layers.5."  # the MTP layer: MLA heads padded with the rest, its own modules copied
+    assert shapes[mtp + "attention.q_proj.weight"] == [heads * 16, 64] and shapes[mtp + "eh_proj.weight"] == [64, 128]
     after = ling25_models.ling25_logits(dst, ids)
     assert assert_same_logits(before, after, f"ling25 tp {tp}") == 0.0
 

@@ -4,7 +4,9 @@ dense first MLP (`first_k_dense_replace`) and Ling's MoE (adapters/bailing.py: p
 with `expert_bias`, one shared expert of its own width).
 
 Published names (the publisher's remote code, which vLLM's loader reads): `model.word_embeddings`,
-`model.layers.N.attention.*`, `model.norm`, `lm_head`.
+`model.layers.N.attention.*`, `model.norm`, `lm_head`; MTP layers after the last (`model.layers.N`, N >=
+num_hidden_layers: MLA and MoE, `enorm` / `hnorm` / `eh_proj` / `final_layernorm` copied; vLLM's main model skips
+them, and the card drafts with none).
 - Lightning layers, every layer with (N + 1) % layer_group_size != 0 (vLLM's is_linear_layer, trailing layers
   included): `query_key_value` [q | k | v], `g_proj`, `g_norm`, `dense`, `query_layernorm` / `key_layernorm`.
 - MLA layers, the rest: `q_proj` (or `q_a_proj` / `q_a_layernorm` / `q_b_proj`), `kv_a_proj_with_mqa`,
@@ -30,7 +32,7 @@ _LIGHTNING = [(_A + r"query_key_value\.(weight|bias)$", "qkv"), (_A + r"g_proj\.
               (_A + r"g_norm\.weight$", "norm"), (_A + r"dense\.weight$", "out"), (_A + r"dense\.bias$", "hidden")]
 _MLA = [(_A + r"(q_b_proj|q_proj)$", Role("q")), (_A + r"kv_b_proj$", Role("q", "kv_b")), (_A + r"dense$", Role("o"))]
 _COPY = [r"^model\.word_embeddings$", r"^model\.norm$", r"^lm_head$",
-         L + r"(input_layernorm|post_attention_layernorm)$",
+         L + r"(input_layernorm|post_attention_layernorm|enorm|hnorm|eh_proj|final_layernorm)$",
          _A + r"(q_a_proj|kv_a_proj_with_mqa|q_a_layernorm|kv_a_layernorm|query_layernorm|key_layernorm)$"]
 
 
