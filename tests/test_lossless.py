@@ -98,7 +98,8 @@ def test_every_registered_adapter_says_what_its_declaration_does(adapter):
     family = adapter.linear_attention_family if adapter.linear_attention else None
     assert [k for k in keys if k.startswith("linear.")] == ([f"linear.{family}"] if family else [])
     if family:
-        assert {"gdn": "Gated DeltaNet", "kda": "Kimi Delta Attention", "mamba2": "Mamba2"}[family] in texts[
+        assert {"gdn": "Gated DeltaNet", "kda": "Kimi Delta Attention", "mamba2": "Mamba2",
+                "lightning": "Lightning attention"}[family] in texts[
             f"linear.{family}"]
     assert ("heads.head_rows" in keys) == bool(adapter.head_rows)
     tower = adapter.vision_tower

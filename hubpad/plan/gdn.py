@@ -98,6 +98,16 @@ class Geometry:
                          "rule": rule, "required": True})
         return rows
 
+    def padded_for(self, tp: int, row_align: int) -> "Geometry":
+        """The fewest key heads (each with its r value heads) that shard at `tp` (a family with rules over the upstream
+        count, as lightning attention's slopes, chooses its own)."""
+        for nk in range(self.nk, self.nk + 8 * tp * max(1, row_align) + 1):
+            g2 = self.with_heads(nk)
+            if not problems(g2, tp, row_align):
+                return g2
+        raise ConfigError(f"no valid linear-attention head padding exists for tp={tp} "
+                          f"({'; '.join(problems(self, tp, row_align))})")
+
     def tensor_op(self, t: TensorInfo, kind: str, after: "Geometry", hidden: int,
                   quant: QuantConfig) -> tuple[PadOp, tuple[int, ...]]:
         """The byte recipe and new shape of one of this layer type's tensors (`kind`: the adapter's pattern kind)."""
@@ -115,13 +125,8 @@ def problems(g: Geometry, tp: int, row_align: int) -> list[str]:
 
 
 def choose(g: Geometry, tp: int, row_align: int) -> Geometry:
-    """The fewest key heads (each with its r value heads) that shard at `tp`."""
-    for nk in range(g.nk, g.nk + 8 * tp * max(1, row_align) + 1):
-        g2 = g.with_heads(nk)
-        if not problems(g2, tp, row_align):
-            return g2
-    raise ConfigError(f"no valid linear-attention head padding exists for tp={tp} "
-                      f"({'; '.join(problems(g, tp, row_align))})")
+    """The padded geometry for `tp`: the geometry's own choice (Geometry.padded_for)."""
+    return g.padded_for(tp, row_align)
 
 
 def row_align(tensors: dict[str, tuple[TensorInfo, str]], quant: QuantConfig) -> int:

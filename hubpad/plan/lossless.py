@@ -81,6 +81,13 @@ MECHANISMS: dict[str, tuple[str, str]] = {
         "k and v rows and conv channels are zero, so q, k and v stay zero after the convolution and the L2 norm; the "
         "delta-rule state stays zero for any finite gate (its A_log and dt_bias are 0.0), its output and the gated "
         "norm of it are zero, and o_proj's columns for it are zero.")),
+    "linear.lightning": ("linear", (
+        "**Lightning attention layers.** Heads grow in whole groups of the gated norm (new groups all new heads), "
+        "appended at the end of each of the fused q, k and v sections and of g_proj, g_norm and dense, so every real "
+        "head keeps its group and its rank; the padded count keeps every real head's decay slope (vLLM builds the "
+        "slopes from the total count). A new head's q, k and v rows (and biases) are zero, so its state stays zero "
+        "whatever its decay, its output and the gated norm of its all-zero group are zero, and dense's columns for it "
+        "are zero.")),
     "linear.mamba2": ("linear", (
         "**Mamba2 layers.** Heads grow in whole groups (each with its own B and C and its own gated-norm group), "
         "appended at the end of every section, so every real head keeps its group on every rank (a model with one "
@@ -143,11 +150,12 @@ ADAPTER_FIELDS = {
                   "vision_tower"},
     # shared_experts_key: how wide the shared experts' group grows (its layers' rows/cols roles give mlp.channels);
     # keep_files: upstream files copied as they are; vllm_config_rejects_uneven_heads: when the card needs vllm_route;
-    # intermediate_multiple: which padded widths may be chosen (zero columns whatever the width)
+    # intermediate_multiple: which padded widths may be chosen (zero columns whatever the width); heads_follow_linear:
+    # which head count the attention heads take (zero heads either way)
     "other": {"name", "model_types", "copy_modules", "copy_params", "per_head_norms", "hidden_must_divide_by_heads",
               "vllm_head_dim_from_hidden", "vllm_route", "mtp_fc_shards_hidden", "tp_at_most_experts", "vllm_reads",
               "text_config", "layers", "architectures", "tied_keys", "shared_experts_key", "keep_files",
-              "vllm_config_rejects_uneven_heads", "intermediate_multiple"},
+              "vllm_config_rejects_uneven_heads", "intermediate_multiple", "heads_follow_linear"},
 }
 SHAPE_FIELDS = {
     "mechanism": {"kv_heads", "group", "per_kv"},

@@ -28,13 +28,14 @@ from hubpad.plan.adapters.base import COPY, Adapter, FusedExperts, PreshardedQKV
 from hubpad.plan.dims import (
     EXPERT_TILE,
     growth_tile,
+    head_problems,
     Aligns,
     choose_intermediate,
     heads_shard_as_is,
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn, kda, lossless, mamba2, tower
+from hubpad.plan import gdn, kda, lightning, lossless, mamba2, tower
 from hubpad.plan.presharded import Chunks, presharded_op
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
@@ -185,14 +186,17 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
     """Choose the dims for `tp` and every tensor's byte recipe (the TP advisor calls this once per TP)."""
     inputs, shape, modules, aligns, group_align = s.inputs, s.shape, s.modules, s.aligns, s.group_align
     inputs.adapter.check_tp(inputs.text, tp)
-    h2, kv2, relabelled = choose_heads_and_label(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden,
-                                                 inputs.adapter, inputs.text)
+    linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
+    if inputs.adapter.heads_follow_linear and linear2 is not None:
+        (h2, kv2), relabelled = _heads_of_linear(shape, linear2, tp, aligns, inputs.adapter), None
+    else:
+        h2, kv2, relabelled = choose_heads_and_label(shape.heads, shape.kv, shape.geometry, tp, aligns, shape.hidden,
+                                                     inputs.adapter, inputs.text)
     # A group no layer has (the dense size of an all-MoE model) shards nothing: it is left as it is.
     multiple = inputs.adapter.intermediate_multiple
     new_inter = {g: choose_intermediate(size, tp, *group_align[g], tile=growth_tile(g), multiple=multiple)
                  if g in group_align else size for g, (_, size) in shape.inter.items()}
     new_inter = inputs.adapter.tied_intermediate(inputs.text, new_inter)
-    linear2 = gdn.choose(shape.linear, tp, s.linear_align) if shape.linear is not None else None
     tower2 = tower.choose(shape.tower, tp) if shape.tower is not None else None
     dims = _dims(shape, h2, kv2, new_inter, linear2, inputs.adapter.kv_group_keys(inputs.text), tower2)
     tensors = _tensor_plans(modules, shape, h2, kv2, new_inter, linear2, inputs.quant, tower2)
@@ -221,6 +225,20 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
         lossless=_lossless(s, h2, kv2, new_inter, linear2, tower2),
     )
+
+
+def _heads_of_linear(shape: _Shape, linear2: gdn.Geometry, tp: int, aligns: Aligns,
+                     adapter: Adapter) -> tuple[int, int]:
+    """(heads, kv heads) when the attention heads are the linear layers' count (Adapter.heads_follow_linear): the
+    padded linear count, which the attention layers' own rules must accept too."""
+    h2 = linear2.nk
+    kv2 = h2 if shape.kv == shape.heads else shape.kv
+    why = head_problems(h2, kv2, shape.geometry, tp, aligns, shape.hidden, adapter)
+    if why:
+        raise ConfigError(f"no valid head padding exists for tp={tp}: the linear-attention layers need {h2} heads "
+                          f"(one num_attention_heads for both layer kinds), which the attention layers cannot take "
+                          f"({'; '.join(why)})")
+    return h2, kv2
 
 
 def _lossless(s: Survey, h2: int, kv2: int, new_inter: dict[str, int], linear2: gdn.Geometry | None,
@@ -348,7 +366,8 @@ def _shape(config: dict, adapter: Adapter, full: dict | None = None) -> _Shape:
 
 
 # Adapter.linear_attention_family -> the geometry of its layers (read from config.json; its own rules and recipes)
-_LINEAR_FAMILIES = {"gdn": gdn.Geometry, "kda": kda.Geometry, "mamba2": mamba2.Geometry}
+_LINEAR_FAMILIES = {"gdn": gdn.Geometry, "kda": kda.Geometry, "mamba2": mamba2.Geometry,
+                    "lightning": lightning.Geometry}
 
 
 def _required(config: dict, key: str):
@@ -373,7 +392,10 @@ _DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
 
 
 def _linear_layers(inputs: _Inputs) -> frozenset[int] | None:
-    """The layers whose names are linear attention, where a family shares names between its layer kinds (KDA)."""
+    """The layers whose names are linear attention, where a family shares names between its layer kinds (KDA,
+    lightning)."""
+    if inputs.adapter.linear_attention_family == "lightning":
+        return lightning.layers(inputs.text)
     if inputs.adapter.linear_attention_family != "kda":
         return None
     found = kda.layers(inputs.text)

@@ -36,6 +36,7 @@ from hubpad.plan.adapters.inkling import INKLING, INKLING_MODEL, INKLING_TEXT_RE
 from hubpad.plan.adapters.k2_horizon import K2_HORIZON
 from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
 from hubpad.plan.adapters.laguna import LAGUNA
+from hubpad.plan.adapters.ling25 import LING25
 from hubpad.plan.adapters.ling3 import LING3
 from hubpad.plan.adapters.llama import IQUESTCODER, LLAMA, MISTRAL, TELECHAT3
 from hubpad.plan.adapters.longcat import LONGCAT_FLASH, LONGCAT_FLASH_NGRAM
@@ -81,7 +82,7 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            APERTUS, NEMOTRON, GLM4, MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER,
                            TELECHAT3, SOLAR, EXAONE, INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1,
                            INTERNS2_PREVIEW, PANGU_ULTRA_MOE, SARVAM_MLA, FALCON_H1, LING3, NEMOTRON_NAS, TELEFLM,
-                           PLAMO3]
+                           PLAMO3, LING25]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

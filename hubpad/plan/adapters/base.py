@@ -234,10 +234,15 @@ class Adapter:
     # Upstream files copied although their names look like other weight formats (a component's own safetensors in a
     # folder of its own, as MiMo-V2.5's audio_tokenizer/): fnmatch patterns.
     keep_files: tuple[str, ...] = ()
-    # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py) or "kda" (plan/kda.py, Kimi Delta
-    # Attention, whose layers share tensor names with the family's full-attention layers: only the layers
-    # `kda.layers(config)` lists are linear attention).
+    # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py), "kda" (plan/kda.py, Kimi Delta
+    # Attention) or "lightning" (plan/lightning.py); KDA and lightning layers share tensor names with the family's
+    # full-attention layers: only the layers `kda.layers(config)` / `lightning.layers(config)` list are linear
+    # attention.
     linear_attention_family: str = "gdn"
+    # The attention heads are the linear-attention layers' count (one num_attention_heads, whose padding rules the
+    # linear family states, as lightning's norm groups and slopes): the full-attention heads take the padded linear
+    # count instead of choosing their own.
+    heads_follow_linear: bool = False
     # vLLM's MTP layer for the family projects to the hidden size column-parallel (Qwen3.5, Qwen3-Next `mtp.fc`):
     # MTP speculative decoding then needs hidden_size % TP == 0.
     mtp_fc_shards_hidden: bool = False

@@ -311,6 +311,8 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:BailingMoeV2ForCausalLM": ("0.11.0", "BailingMoeV2ForCausalLM"),  # not in 0.10.2
     "arch:FalconH1ForCausalLM": ("0.9.0", "FalconH1ForCausalLM"),  # not in 0.8.5.post1
     "arch:BailingMoeV3ForCausalLM": ("0.28.0", "BailingMoeV3ForCausalLM"),  # not in 0.27.1
+    # bailing_moe_linear.py: the registry table's survey (docs/families.md, issue 33) dates the class to 0.17.0
+    "arch:BailingMoeV2_5ForCausalLM": ("0.17.0", "BailingMoeV2_5ForCausalLM"),
     # Step-3: both classes, vLLM's step3_text / step3_vl config classes and the step3 parsers in 0.10.1 (not 0.10.0);
     # Step3VL's supports_encoder_tp_data from 0.10.2 (not in 0.10.1.1)
     "arch:Step3TextForCausalLM": ("0.10.1", "Step3TextForCausalLM"),
