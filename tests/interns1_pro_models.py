@@ -119,6 +119,34 @@ def build(path: Path, seed: int = 0) -> Path:
     return path
 
 
+def per_expert(path: Path) -> Path:
+    """The checkpoint at `path` rewritten with its routed experts one module each (`mlp.experts.E.{gate,up,down}_proj`,
+    the other layout vLLM's interns1_pro.py loads)."""
+    tensors = load_file(path / "model.safetensors")
+    for name in [n for n in tensors if n.endswith("mlp.experts.gate_up_proj")]:
+        prefix, gate_up, down = name[:-len("gate_up_proj")], tensors.pop(name), tensors.pop(name[:-12] + "down_proj")
+        for e in range(gate_up.shape[0]):
+            gate, up = gate_up[e].chunk(2, dim=0)
+            tensors.update({f"{prefix}{e}.gate_proj.weight": gate.contiguous(),
+                            f"{prefix}{e}.up_proj.weight": up.contiguous(),
+                            f"{prefix}{e}.down_proj.weight": down[e].contiguous()})
+    save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
+    return path
+
+
+def _fused(tensors: dict) -> dict:
+    """Per-expert tensors stacked back into transformers' fused [E, 2I, H] / [E, H, I] (as vLLM fuses them)."""
+    out = {k: v for k, v in tensors.items() if ".mlp.experts." not in k or k.endswith(("gate_up_proj", "down_proj"))}
+    for name in [n for n in tensors if n.endswith(".mlp.experts.0.gate_proj.weight")]:
+        prefix = name[:-len("0.gate_proj.weight")]
+        count = sum(1 for n in tensors if n.startswith(prefix) and n.endswith(".gate_proj.weight"))
+        out[prefix + "gate_up_proj"] = torch.stack([torch.cat((tensors[f"{prefix}{e}.gate_proj.weight"],
+                                                               tensors[f"{prefix}{e}.up_proj.weight"]))
+                                                    for e in range(count)])
+        out[prefix + "down_proj"] = torch.stack([tensors[f"{prefix}{e}.down_proj.weight"] for e in range(count)])
+    return out
+
+
 def reference(path: Path):
     """The checkpoint at `path` as transformers' Qwen3-VL-MoE (float64, eager experts) with FourierRope in place of
     its text rotary, the coefficients loaded from the checkpoint."""
@@ -134,6 +162,7 @@ def reference(path: Path):
     tensors = {}
     for f in sorted(path.glob("*.safetensors")):
         tensors.update(load_file(f))
+    tensors = _fused(tensors)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "config.json").write_text(json.dumps(hf))

@@ -64,6 +64,22 @@ def test_interns1_pro_pads_kv_groups_and_fope_rows_exactly(tmp_path, tp):
     assert (original - models.logits(changed, PROMPT)).abs().max().item() > 1e-3
 
 
+def test_interns1_pro_per_expert_layout_pads_exactly(tmp_path):
+    """The routed experts stored one module each (`mlp.experts.E.gate_proj`...), which vLLM loads too: padded as
+    Qwen3-MoE's, the proof stacking them back as vLLM does."""
+    src = models.per_expert(models.build(tmp_path / "upstream"))
+    dst = tmp_path / "padded"
+    result = cli("mirror", src, "--tp", 3, "--to", dst)
+    assert result.exit_code == 0, result.output
+    assert cli("verify", src, dst).exit_code == 0
+    after = folder_tensors(dst)
+    assert "model.language_model.layers.0.mlp.experts.5.gate_proj.weight" in after
+    assert not any(n.endswith("gate_up_proj") for n in after)
+    delta = (models.logits(src, PROMPT) - models.logits(dst, PROMPT)).abs().max().item()
+    print(f"interns1_pro per-expert TP=3: float64 max |Δ| = {delta}")
+    assert delta == 0.0
+
+
 def test_interns1_pro_refuses_fope_rows_that_are_not_one_per_kv_head(tmp_path):
     src = models.build(tmp_path / "upstream")
     tensors = load_file(src / "model.safetensors")
