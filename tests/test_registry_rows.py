@@ -24,6 +24,7 @@ from tests import (diffusion_gemma_real, dsa_real, dsv41_real, dsv4_real, gemma4
                    mla_line_real, mla_real, moe_stream_real, muse_glimmer_real, nemotron_h_real, nemotron_nas_real,
                    qwen35_real, real_models, registry_real, step3p7_real, teleflm_real, vlm_families_real,
                    vlm_real)
+from tests import interns1_pro_real
 from tests.gpt_oss_real import GPT_OSS_SIZES, gpt_oss_real
 from tests.hy3_real import HY3_CONFIG
 from tests.test_gemma3 import GEMMA3_27B_TEXT, _gemma_tensors
@@ -94,6 +95,7 @@ LAYOUTS: dict[str, list[tuple[str | None, Layout]]] = {
     "InternVLChatModel": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B"]))],
     "InternVLForConditionalGeneration": [(None, _with(*internvl_real.MODELS["OpenGVLab/InternVL3-78B-hf"]))],
     "InternS1ForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S1"]))],
+    "InternS1ProForConditionalGeneration": [(None, _with(*interns1_pro_real.MODELS["internlm/Intern-S1-Pro"]))],
     "InternS2PreviewForConditionalGeneration": [(None, _with(*internvl_real.MODELS["internlm/Intern-S2-Preview"]))],
     "NVLM_D": [(None, _with(*internvl_real.MODELS["nvidia/NVLM-D-72B"]))],
     "SkyworkR1VChatModel": [(None, _with(*internvl_real.MODELS["Skywork/Skywork-R1V-38B"]))],

@@ -60,6 +60,10 @@ MECHANISMS: dict[str, tuple[str, str]] = {
     "heads.head_rows": ("heads", (
         "**Other per-head tensors** (such as per-key/value-head short convolutions) get zero rows for the new heads: "
         "they act only on the new heads, whose output is zero or cancelled as above.")),
+    "heads.fope": ("heads", (
+        "**Fourier position embedding (FoPE).** Its sin and cos coefficients hold one row per key/value head, and each "
+        "new key/value head gets zero rows. They only scale that head's queries and keys, whose q and k rows are zero: "
+        "a zero query or key rotates to zero whatever the coefficients hold, and every real head keeps its own rows.")),
     "heads.indexer": ("heads", (
         "**Sparse-attention indexer.** The attention heads never feed it and its own head count is not padded: it is "
         "copied byte for byte and replicated on every rank, so it selects the same key positions as upstream for "

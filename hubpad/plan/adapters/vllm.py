@@ -343,6 +343,9 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
 UNREAD: dict[str, str] = {
     "encoder-dp:InternVLChatModel": "a data-parallel vision encoder for InternVL-Chat",
     "encoder-dp:NVLM_D": "a data-parallel vision encoder for NVLM-D",
+    # Registered from 0.16.0 (the registry survey, docs/families.md); that release's FoPE loader (how it narrows
+    # sin_coef / cos_coef per rank, which padded kv heads rely on) was not read, so no minimum is claimed.
+    "arch:InternS1ProForConditionalGeneration": "InternS1ProForConditionalGeneration, FoPE rows narrowed by kv head",
     "hf-overrides:nested": "--hf-overrides reaching a nested text_config (ModelConfig._apply_dict_overrides)",
     # nemotron_nas.py (vllm#15008, March 2025) builds each layer from block_configs; before it, DeciLMForCausalLM was
     # Deci's 7B (decilm.py, from 0.2.7), which reads no block_configs. Its first wheel was not read offline.
