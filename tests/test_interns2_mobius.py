@@ -104,3 +104,19 @@ def test_the_mtp_layers_experts_bound_the_tp_its_card_offers_mtp_at():
     assert "mtp_num_experts (4)" in adapter.tp_notes(config, 8)[0]
     features = adapter.serving(config)["vllm_features"]
     assert "spec:interns2_mobius_mtp" in features and "arch:InternS2MobiusForConditionalGeneration" in features
+
+
+def test_a_layers_own_routed_expert_is_not_a_mobius_tensor(tmp_path):
+    """A Mobius decoder layer has no routed experts of its own (vLLM's InternS2MobiusDecoderLayer builds only the
+    shared expert under `mlp.`): such a tensor is refused by name, not padded."""
+    from safetensors.torch import load_file, save_file
+
+    src = mobius.build(tmp_path / "upstream")
+    file = src / "model.safetensors"
+    tensors = load_file(file)
+    stray = f"{mobius.LM}layers.0.mlp.experts.0.gate_proj.weight"
+    tensors[stray] = torch.zeros(96, 128, dtype=torch.bfloat16)
+    save_file(tensors, file, metadata={"format": "pt"})
+    result = cli("plan", src, "--tp", 3)
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code != 0 and len(lines) == 1 and stray.rpartition(".")[0] in lines[0], result.output

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from hubpad.plan.adapters.base import EXPERTS, L, LANGUAGE_MODEL, Adapter, under
+from hubpad.plan.adapters.base import L, LANGUAGE_MODEL, Adapter, under
 from hubpad.plan.adapters.qwen_next import QWEN3_5_MOE, Qwen35VlAdapter
 
 _TIME_SERIES = [r"^(model\.)?time_series\."]
@@ -39,14 +39,15 @@ INTERNS2_PREVIEW = InternS2Adapter(**{
     "name": "interns2_preview", "model_types": ("interns2_preview",),
     "copy_modules": QWEN3_5_MOE.copy_modules + _TIME_SERIES, "copy_params": QWEN3_5_MOE.copy_params + _TIME_SERIES})
 
-# A layer's routed block (`<layer>.mlp.`) becomes a bank (`meta_mlp.{b}.`): the same gate and experts, per expert
-# or fused as Qwen3.5-MoE stores them.
+# A layer's routed experts (`<layer>.mlp.experts.`) live in a bank (`meta_mlp.{b}.experts.`) instead: the same
+# tensors, per expert or fused as Qwen3.5-MoE stores them; a Mobius layer has none of its own (its MTP layer does).
 _LAYER_MLP = under(LANGUAGE_MODEL, [L])[0] + r"mlp\."
 _BANK = r"^" + LANGUAGE_MODEL.replace(".", r"\.") + r"meta_mlp\.\d+\."
 
 
-def _as_banks(patterns: list) -> list:
-    return [(pattern.replace(_LAYER_MLP, _BANK), *rest) for pattern, *rest in patterns]
+def _experts_in_banks(patterns: list) -> list:
+    return [(pattern.replace(_LAYER_MLP, _BANK) if pattern.startswith(_LAYER_MLP + r"experts\.") else pattern, *rest)
+            for pattern, *rest in patterns]
 
 
 class InternS2MobiusAdapter(InternS2Adapter):
@@ -70,7 +71,7 @@ class InternS2MobiusAdapter(InternS2Adapter):
 INTERNS2_MOBIUS = InternS2MobiusAdapter(**{
     **{f.name: getattr(INTERNS2_PREVIEW, f.name) for f in fields(Adapter)},
     "name": "interns2_mobius", "model_types": ("interns2_mobius",),
-    "linear_patterns": INTERNS2_PREVIEW.linear_patterns + _as_banks(under(LANGUAGE_MODEL, EXPERTS)),
-    "fused_experts": INTERNS2_PREVIEW.fused_experts + _as_banks(INTERNS2_PREVIEW.fused_experts),
+    "linear_patterns": _experts_in_banks(INTERNS2_PREVIEW.linear_patterns),
+    "fused_experts": _experts_in_banks(INTERNS2_PREVIEW.fused_experts),
     "copy_modules": INTERNS2_PREVIEW.copy_modules + [_BANK + r"gate$"],
     "copy_params": INTERNS2_PREVIEW.copy_params + under(LANGUAGE_MODEL, [L + r"(attn|ffn)_layer_scale$"])})
