@@ -30,11 +30,14 @@ from tests.helpers import cli  # noqa: E402
 AFTER = {3: (6, 3, 3, 6), 6: (6, 3, 6, 12)}
 
 
-def _logits(path, multimodal: bool):
+def _logits(path, multimodal: bool, prepare=None):
+    """float64 logits on a fixed prompt (with an image when `multimodal`); `prepare(model)` first, if given."""
     cls = transformers.AutoModelForImageTextToText if multimodal else transformers.AutoModelForCausalLM
     model = cls.from_pretrained(path, dtype=torch.float64).eval()
     if hasattr(model, "set_experts_implementation"):
         model.set_experts_implementation("eager")  # torch's grouped_mm takes no float64
+    if prepare is not None:
+        prepare(model)
     gen = torch.Generator().manual_seed(0)
     if not multimodal:
         ids = torch.randint(0, 512, (2, 20), generator=gen)

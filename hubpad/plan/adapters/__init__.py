@@ -32,7 +32,7 @@ from hubpad.plan.adapters.hy3 import HY3
 from hubpad.plan.adapters.hy4 import HY_V4
 from hubpad.plan.adapters.internvl import INTERNS1, INTERNVL, INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT
 from hubpad.plan.adapters.interns1_pro import INTERNS1_PRO
-from hubpad.plan.adapters.interns2 import INTERNS2_PREVIEW
+from hubpad.plan.adapters.interns2 import INTERNS2_MOBIUS, INTERNS2_PREVIEW
 from hubpad.plan.adapters.inkling import INKLING, INKLING_MODEL, INKLING_TEXT_REFUSAL
 from hubpad.plan.adapters.k2_horizon import K2_HORIZON
 from hubpad.plan.adapters.kimi_linear import KIMI_K3, KIMI_LINEAR
@@ -83,7 +83,7 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            APERTUS, NEMOTRON, GLM4, MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER,
                            TELECHAT3, SOLAR, EXAONE, INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1,
                            INTERNS2_PREVIEW, PANGU_ULTRA_MOE, SARVAM_MLA, FALCON_H1, LING3, NEMOTRON_NAS, TELEFLM,
-                           PLAMO3, LING25, INTERNS1_PRO]
+                           PLAMO3, LING25, INTERNS1_PRO, INTERNS2_MOBIUS]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

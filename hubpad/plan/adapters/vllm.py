@@ -329,6 +329,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # a Qwen3_5MoeForConditionalGeneration subclass from its first release: its data-parallel encoder with it
     "arch:InternS2PreviewForConditionalGeneration": ("0.22.0", "InternS2PreviewForConditionalGeneration"),
     "encoder-dp:InternS2PreviewForConditionalGeneration": ("0.22.0", "a data-parallel vision encoder for Intern-S2"),
+    # its subclass (interns2_mobius.py): the registry survey's first release (docs/families.md), the encoder with it
+    "arch:InternS2MobiusForConditionalGeneration": ("0.28.0", "InternS2MobiusForConditionalGeneration"),
+    "encoder-dp:InternS2MobiusForConditionalGeneration": ("0.28.0",
+                                                          "a data-parallel vision encoder for Intern-S2-Mobius"),
     # MuseGlimmerForCausalLM (muse_glimmer and muse_glimmer_text): the registry survey's first release (docs/families.md)
     "arch:MuseGlimmerForCausalLM": ("0.28.0", "MuseGlimmerForCausalLM"),
     # DiffusionGemmaForBlockDiffusion (google/diffusiongemma-26B-A4B-it): the registry survey's first release
@@ -350,6 +354,8 @@ UNREAD: dict[str, str] = {
     # nemotron_nas.py (vllm#15008, March 2025) builds each layer from block_configs; before it, DeciLMForCausalLM was
     # Deci's 7B (decilm.py, from 0.2.7), which reads no block_configs. Its first wheel was not read offline.
     "arch:DeciLMForCausalLM": "DeciLMForCausalLM building each layer from block_configs (nemotron_nas.py)",
+    # speculative.py's interns2_mobius branch (mtp_num_experts) and InternS2MobiusMTP: read in 0.32.0 only
+    "spec:interns2_mobius_mtp": "Intern-S2-Mobius MTP speculative decoding (InternS2MobiusMTP)",
 }
 
 
