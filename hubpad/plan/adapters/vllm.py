@@ -327,6 +327,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     # a Qwen3_5MoeForConditionalGeneration subclass from its first release: its data-parallel encoder with it
     "arch:InternS2PreviewForConditionalGeneration": ("0.22.0", "InternS2PreviewForConditionalGeneration"),
     "encoder-dp:InternS2PreviewForConditionalGeneration": ("0.22.0", "a data-parallel vision encoder for Intern-S2"),
+    # Cosmos3ForConditionalGeneration (cosmos3_omni): Qwen3-VL's class, its tower data-parallel; the registry survey's
+    # first release (docs/families.md)
+    "arch:Cosmos3ForConditionalGeneration": ("0.23.0", "Cosmos3ForConditionalGeneration"),
+    "encoder-dp:Cosmos3ForConditionalGeneration": ("0.23.0", "a data-parallel vision encoder for Cosmos3"),
     # MuseGlimmerForCausalLM (muse_glimmer and muse_glimmer_text): the registry survey's first release (docs/families.md)
     "arch:MuseGlimmerForCausalLM": ("0.28.0", "MuseGlimmerForCausalLM"),
     # DiffusionGemmaForBlockDiffusion (google/diffusiongemma-26B-A4B-it): the registry survey's first release
