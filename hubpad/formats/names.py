@@ -24,3 +24,9 @@ def shard_stem(folder_index: str | None) -> str:
     if folder_index:
         return folder_index.rpartition("/")[2][:-len(INDEX_SUFFIX)]
     return "model"
+
+
+def built_by_mirror(path: str) -> bool:
+    """A generated file a mirror run builds (BUILT, or a weight folder's config.json or index: plan/folders.py), which a
+    card refresh must leave alone: it renders no config or index."""
+    return path in BUILT or path.endswith("/config.json") or path.endswith(INDEX_SUFFIX)
