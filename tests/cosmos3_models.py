@@ -185,3 +185,64 @@ def logits(path: Path, ids: torch.Tensor, pixels: torch.Tensor, grid: torch.Tens
     with torch.no_grad():
         return model(input_ids=ids, pixel_values=pixels, image_grid_thw=grid,
                      mm_token_type_ids=(ids == TOKENS["image_token_id"]).long()).logits
+
+
+def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    """[seq, heads, d] queries over [keys, kv, d]: query head i reads kv head i // (heads / kv) (SDPA's enable_gqa)."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scores = torch.einsum("qhd,khd->hqk", q, k) / q.shape[-1] ** 0.5
+    if causal:
+        scores = scores.masked_fill(torch.ones_like(scores[0], dtype=torch.bool).triu(1), float("-inf"))
+    return torch.einsum("hqk,khd->qhd", scores.softmax(-1), v).flatten(1)
+
+
+def generator_hidden(path: Path, ids: torch.Tensor, gen: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """float64 (reasoner, generator) final hidden states of the mixture-of-transformers backbone in `transformer/`,
+    a reference written after diffusers' Cosmos3OmniTransformer: per layer, the understanding tokens attend causally
+    among themselves (to_q/k/v, norm_q/k, to_out), the generation tokens `gen` attend to every key and value
+    (add_q/k/v_proj, norm_added_q/k, to_add_out), each pathway with its own norms and MLP (mlp / mlp_moe_gen), then
+    norm / norm_moe_gen. Positions: plain 1-D RoPE (the mRoPE sections only change which angles each pair gets)."""
+    cfg = json.loads((path / "transformer" / "config.json").read_text())
+    w = {k: v for f in sorted((path / "transformer").glob("*.safetensors")) for k, v in load_file(f).items()}
+    heads, kv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    und, n = w["embed_tokens.weight"][ids], ids.shape[0]
+    angles = torch.arange(n + gen.shape[0], dtype=torch.float64)[:, None] * \
+        (1e4 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))[None]
+    cos, sin = (f(torch.cat((angles, angles), -1))[:, None] for f in (torch.cos, torch.sin))
+    pos = {"und": (cos[:n], sin[:n]), "gen": (cos[n:], sin[n:])}
+
+    def heads_of(x, proj, norm, count, where):
+        y = _linear(x, w[proj + ".weight"]).view(x.shape[0], count, d)
+        return _rotate(_rms(y, w[norm + ".weight"]), *pos[where]) if norm else y
+
+    def mlp(x, prefix):
+        return _linear(_silu(_linear(x, w[prefix + "gate_proj.weight"])) * _linear(x, w[prefix + "up_proj.weight"]),
+                       w[prefix + "down_proj.weight"])
+
+    for i in range(cfg["num_hidden_layers"]):
+        p, a = f"layers.{i}.", f"layers.{i}.self_attn."
+        xu, xg = _rms(und, w[p + "input_layernorm.weight"]), _rms(gen, w[p + "input_layernorm_moe_gen.weight"])
+        qu, ku = heads_of(xu, a + "to_q", a + "norm_q", heads, "und"), heads_of(xu, a + "to_k", a + "norm_k", kv, "und")
+        vu = heads_of(xu, a + "to_v", None, kv, "und")
+        qg = heads_of(xg, a + "add_q_proj", a + "norm_added_q", heads, "gen")
+        kg = heads_of(xg, a + "add_k_proj", a + "norm_added_k", kv, "gen")
+        vg = heads_of(xg, a + "add_v_proj", None, kv, "gen")
+        und = und + _linear(_attend(qu, ku, vu, causal=True), w[a + "to_out.weight"])
+        gen = gen + _linear(_attend(qg, torch.cat((ku, kg)), torch.cat((vu, vg)), causal=False),
+                            w[a + "to_add_out.weight"])
+        und = und + mlp(_rms(und, w[p + "post_attention_layernorm.weight"]), p + "mlp.")
+        gen = gen + mlp(_rms(gen, w[p + "post_attention_layernorm_moe_gen.weight"]), p + "mlp_moe_gen.")
+    return _rms(und, w["norm.weight"]), _rms(gen, w["norm_moe_gen.weight"])
+
+
+_linear, _silu = torch.nn.functional.linear, torch.nn.functional.silu
