@@ -135,3 +135,19 @@ def test_cosmos3_card():
     out = adapter_for(cfg).serving(cfg)
     assert out["mm_encoder_tp_mode"] == "data"
     assert min_vllm(out["vllm_features"])["version"] == "0.23.0"
+
+
+def test_cosmos3_through_the_hub(hub, upstream, tmp_path):
+    """Hub to Hub (the project's emulator, the real client): the folders' shards are staged and published at their
+    paths, and the published repo equals a local mirror's file for file."""
+    files = {p.relative_to(upstream).as_posix(): p for p in upstream.rglob("*") if p.is_file()}
+    hub.seed("nvidia/Tiny-Cosmos3", files, message="upload")
+    result = cli("mirror", "nvidia/Tiny-Cosmos3", "--tp", 3, "--to", "alice/Tiny-Cosmos3-TP3", "--shard-size", "3MB")
+    assert result.exit_code == 0, result.output
+    assert cli("verify", "nvidia/Tiny-Cosmos3", "alice/Tiny-Cosmos3-TP3").exit_code == 0
+    local = tmp_path / "local"
+    mirror_and_verify(upstream, local, 3, "--shard-size", "3MB")
+    published = hub.files("alice/Tiny-Cosmos3-TP3", "main")
+    weights = sorted(p for p in published if p.endswith(".safetensors"))
+    assert weights == sorted(p.relative_to(local).as_posix() for p in local.rglob("*.safetensors"))
+    assert any(p.startswith("transformer/") for p in weights) and "vision_encoder/model.safetensors" in weights
