@@ -102,14 +102,16 @@ def _generator(text: dict, g: torch.Generator) -> dict[str, torch.Tensor]:
               "proj_out.weight": (16, h), "proj_out.bias": (16,), "time_embedder.linear_1.weight": (h, 256),
               "time_embedder.linear_1.bias": (h,), "time_embedder.linear_2.weight": (h, h),
               "time_embedder.linear_2.bias": (h,), "audio_proj_in.weight": (h, 8), "audio_proj_in.bias": (h,),
-              "audio_modality_embed": (h,), "action_proj_in.fc.weight": (2, 4 * h), "action_proj_in.bias.weight": (2, h),
+              "audio_modality_embed": (h,), "action_proj_in.fc.weight": (2, 4 * h),
+              "action_proj_in.bias.weight": (2, h),
               "action_modality_embed": (h,)}
     for i in range(text["num_hidden_layers"]):
         a, m = f"layers.{i}.self_attn.", f"layers.{i}.mlp_moe_gen."
         shapes |= {a + "add_q_proj.weight": (heads * d, h), a + "add_k_proj.weight": (kv * d, h),
                    a + "add_v_proj.weight": (kv * d, h), a + "to_add_out.weight": (h, heads * d),
                    a + "norm_added_q.weight": (d,), a + "norm_added_k.weight": (d,),
-                   m + "gate_proj.weight": (inter, h), m + "up_proj.weight": (inter, h), m + "down_proj.weight": (h, inter),
+                   m + "gate_proj.weight": (inter, h), m + "up_proj.weight": (inter, h),
+                   m + "down_proj.weight": (h, inter),
                    f"layers.{i}.input_layernorm_moe_gen.weight": (h,),
                    f"layers.{i}.post_attention_layernorm_moe_gen.weight": (h,)}
     return {k: (torch.randn(s, generator=g, dtype=torch.float64) * 0.3 + ("norm" in k)) for k, s in shapes.items()}

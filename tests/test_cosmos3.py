@@ -71,8 +71,8 @@ def test_cosmos3_pads_exactly(upstream, tmp_path, tp, heads, kv, inter):
     for name, axis in (("layers.1.self_attn.add_q_proj.weight", 0), ("layers.1.self_attn.add_k_proj.weight", 0),
                        ("layers.1.self_attn.add_v_proj.weight", 0), ("layers.1.self_attn.to_add_out.weight", 1),
                        ("layers.1.mlp_moe_gen.gate_proj.weight", 0), ("layers.1.mlp_moe_gen.down_proj.weight", 1)):
-        n = a[name].shape[axis]
-        assert torch.equal(b[name].narrow(axis, 0, n), a[name]) and not b[name].narrow(axis, n, b[name].shape[axis] - n).any()
+        n, grown = a[name].shape[axis], b[name].shape[axis]
+        assert torch.equal(b[name].narrow(axis, 0, n), a[name]) and not b[name].narrow(axis, n, grown - n).any()
     copied = [k for k in a if k.startswith(("time_embedder.", "proj_", "audio_", "action_", "norm"))
               or "layernorm" in k or ".norm_" in k]
     assert copied and all(torch.equal(a[k], b[k]) for k in copied)

@@ -20,7 +20,7 @@ from hubpad.errors import HubpadError, IntegrityError
 from hubpad.formats.floats import decode as decode_element, is_plain
 from hubpad.formats.manifest import parse_manifest
 from hubpad.formats.names import INDEX, MANIFEST, folder_of
-from hubpad.plan.model import TensorPlan
+from hubpad.plan.model import Plan, TensorPlan
 from hubpad.plan.planner import make_plan
 from hubpad.plan.quant import QuantConfig, pad_cell_zero
 from hubpad.source.base import Source, VerifiedReader
@@ -190,7 +190,7 @@ def verify_derivative(src: Source, dst: Source) -> dict:
             "dims": [{"name": x.name, "before": x.before, "after": x.after} for x in plan.dims]}
 
 
-def _indexes(plan, dst: Source) -> Iterator[tuple[str, dict | None, dict[str, str]]]:
+def _indexes(plan: Plan, dst: Source) -> Iterator[tuple[str, dict | None, dict[str, str]]]:
     """(where, its index or None, tensor -> DST shard path) of the root's index, or of each weight folder: its own
     index's map (shard names relative to the folder), else the shards the plan keeps there (their headers say)."""
     if not plan.folders:
