@@ -137,6 +137,23 @@ def test_cosmos3_card():
     assert min_vllm(out["vllm_features"])["version"] == "0.23.0"
 
 
+def test_a_killed_run_resumes_from_its_folder_shards(upstream, tmp_path):
+    """A local run killed after its first finished shard (transformer/...): the next run reuses that shard from the
+    record kept in the same folder of the scratch build, builds the rest, and the result verifies."""
+    from tests.test_killed_runs import _killed
+
+    dst = tmp_path / "dst"
+    pid, _ = _killed("record", "mirror", upstream, "--tp", 3, "--to", dst, "--shard-size", "3MB")
+    staged = tmp_path / f".dst.hubpad-tmp-{pid}" / ".hubpad-staged"
+    records = sorted(p.relative_to(staged).as_posix().removesuffix(".json") for p in staged.rglob("*.json"))
+    assert records and all(r.startswith("transformer/") for r in records)
+    result = cli("mirror", upstream, "--tp", 3, "--to", dst, "--shard-size", "3MB", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout[result.stdout.index("{"):])
+    assert summary["shards_reused"] == records and summary["shards_built"]
+    assert cli("verify", upstream, dst).exit_code == 0
+
+
 def test_cosmos3_through_the_hub(hub, upstream, tmp_path):
     """Hub to Hub (the project's emulator, the real client): the folders' shards are staged and published at their
     paths, and the published repo equals a local mirror's file for file."""
