@@ -413,8 +413,9 @@ def _upstream_file_records(plan: Plan, publisher: Publisher, inputs: _Inputs) ->
     files, records = plan.files, _weight_file_records(plan, inputs)
     for path in plan.copied_files:
         records[path] = publisher.copy_file(plan.source, path)
-    for path in ("config.json", INDEX, "README.md", *plan.built_files()):
-        if path in files and path not in records:
+    folder_files = [*plan.folder_configs, *(f.index for f in plan.folders if f.index)]  # rewritten from upstream's
+    for path in ("config.json", INDEX, "README.md", *folder_files):
+        if path in files:
             records[path] = {"size": files[path].size,
                              "sha256": files[path].sha256 or bytes_sha256(plan.source.read_file(path))}
     return records
