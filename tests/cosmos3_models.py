@@ -83,15 +83,10 @@ def _flat(name: str) -> str:
 
 
 def _model(cfg: dict):
-    """transformers' Cosmos3 (Qwen3-VL) in float64 for a root config.json; padded head counts that do not divide
-    hidden_size are set past the strict config's check (the modeling code reads head_dim)."""
-    text = dict(cfg["text_config"])
-    heads, kv = text["num_attention_heads"], text["num_key_value_heads"]
-    text.update(num_attention_heads=TEXT["num_attention_heads"], num_key_value_heads=TEXT["num_key_value_heads"])
-    config = transformers.Cosmos3OmniConfig(**{**cfg, "text_config": text})
-    object.__setattr__(config.text_config, "num_attention_heads", heads)
-    object.__setattr__(config.text_config, "num_key_value_heads", kv)
-    return transformers.Cosmos3OmniForConditionalGeneration(config).to(torch.float64).eval()
+    """transformers' Cosmos3 (Qwen3-VL) in float64 for a root config.json (its Qwen3VLTextConfig, as vLLM's, takes
+    padded head counts that do not divide hidden_size: the modeling code reads head_dim)."""
+    return transformers.Cosmos3OmniForConditionalGeneration(transformers.Cosmos3OmniConfig(**cfg)).to(
+        torch.float64).eval()
 
 
 def _generator(text: dict, g: torch.Generator) -> dict[str, torch.Tensor]:
