@@ -67,8 +67,3 @@ def folder_configs(source: Source, folders: list[WeightFolder], dims: list[Dim],
         if after != before:
             out[path] = after
     return out
-
-
-def config_text(config: dict) -> str:
-    """A config.json as the derivative writes it."""
-    return json.dumps(config, indent=2, ensure_ascii=False) + "\n"
