@@ -153,13 +153,15 @@ ADAPTER_FIELDS = {
                   "presharded_qkv", "linear_attention", "linear_attention_family", "layer_qk_norms", "lossless",
                   "vision_tower"},
     # shared_experts_key: how wide the shared experts' group grows (its layers' rows/cols roles give mlp.channels);
-    # keep_files: upstream files copied as they are; vllm_config_rejects_uneven_heads: when the card needs vllm_route;
+    # keep_files: upstream files copied as they are; weight_folders: where the weights are;
+    # vllm_config_rejects_uneven_heads: when the card needs vllm_route;
     # intermediate_multiple: which padded widths may be chosen (zero columns whatever the width); heads_follow_linear:
     # which head count the attention heads take (zero heads either way)
     "other": {"name", "model_types", "copy_modules", "copy_params", "per_head_norms", "hidden_must_divide_by_heads",
               "vllm_head_dim_from_hidden", "vllm_route", "mtp_fc_shards_hidden", "tp_at_most_experts", "vllm_reads",
               "text_config", "layers", "architectures", "tied_keys", "shared_experts_key", "keep_files",
-              "vllm_config_rejects_uneven_heads", "intermediate_multiple", "heads_follow_linear"},
+              "vllm_config_rejects_uneven_heads", "intermediate_multiple", "heads_follow_linear",
+              "weight_folders"},
 }
 SHAPE_FIELDS = {
     "mechanism": {"kv_heads", "group", "per_kv"},

@@ -9,6 +9,7 @@ from itertools import compress
 from operator import attrgetter, ne, or_
 
 from hubpad import FORMAT_VERSION, __version__
+from hubpad.formats.names import BUILT, MANIFEST
 from hubpad.formats.recipe import PadOp
 from hubpad.formats.safetensors import TensorInfo, encode_header_columns, encoded_header_size
 from hubpad.plan.adapters.base import Adapter
@@ -137,6 +138,17 @@ class Plan:
     header_digests: dict[str, tuple[int, str]] = field(default_factory=dict)
     # why the outputs do not change (plan/lossless.py record): the mechanisms and padded formats at this TP
     lossless: dict = field(default_factory=dict)
+    # the adapter's weight folders (readers.WeightFolder: a Diffusers pipeline's transformer/ ...; none: the root), and
+    # the config.json of each whose dims grew, padded (plan/folders.py)
+    folders: list = field(default_factory=list)
+    folder_configs: dict[str, dict] = field(default_factory=dict)
+
+    def built_files(self) -> list[str]:
+        """The files a mirror writes from the plan: config.json, the index (the root's, or that of each weight folder
+        which had one), the weight folders' padded config.json, hubpad.json."""
+        if not self.folders:
+            return list(BUILT)
+        return ["config.json", *(f.index for f in self.folders if f.index), *self.folder_configs, MANIFEST]
 
     @property
     def needs_padding(self) -> bool:
@@ -203,7 +215,8 @@ class Plan:
             "shards": [{"name": s.name, "size": s.size, "tensors": len(s.tensors),
                         "sources": [{"file": f, "ranges": r} for f, r in s.source_ranges().items()]}
                        for s in self.shards],
-            "files": {"weights": self.weight_files, "copied": self.copied_files, "skipped": self.skipped_files},
+            "files": {"weights": self.weight_files, "copied": self.copied_files, "skipped": self.skipped_files}
+            | ({"folders": [f.path for f in self.folders]} if self.folders else {}),
             "bytes_in": self.bytes_in,
             "bytes_out": self.bytes_out,
         }

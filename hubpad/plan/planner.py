@@ -35,7 +35,7 @@ from hubpad.plan.dims import (
     make_rank_table,
     vocab_info,
 )
-from hubpad.plan import gdn, kda, lightning, lossless, mamba2, tower
+from hubpad.plan import folders, gdn, kda, lightning, lossless, mamba2, tower
 from hubpad.plan.presharded import Chunks, presharded_op
 from hubpad.plan.heads import HeadShape
 from hubpad.plan.model import Dim, Plan, TensorPlan
@@ -45,7 +45,7 @@ from hubpad.plan.relabel import choose_heads_and_label, relabelled_config
 from hubpad.plan.sections import qkv_rows, sections_op
 from hubpad.plan.shards import cut_shards
 from hubpad.source.base import FileEntry, Source
-from hubpad.source.readers import read_header, read_json, weight_files
+from hubpad.source.readers import WeightFolder, read_header, read_json, weight_folders
 
 
 def make_plan(source: Source, tp: int, shard_size: int = 5 * 10**9) -> Plan:
@@ -76,7 +76,7 @@ class _Inputs:
     adapter: Adapter
     quant: QuantConfig
     names: list[str]
-    index: dict
+    folders: list[WeightFolder]  # where the weights are: the root, or the adapter's weight_folders
     headers: list[SafetensorsHeader]
 
 
@@ -203,7 +203,12 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
 
     ordered = _upstream_order(tensors, inputs.names)
     metadata = next((h.metadata for h in inputs.headers if h.metadata), {"format": "pt"})
-    copied, skipped = _other_files(inputs.files, inputs.names, inputs.adapter.keep_files)
+    in_folders = bool(inputs.adapter.weight_folders)
+    shards = folders.cut_folder_shards(ordered, inputs.folders, shard_size, metadata) if in_folders else \
+        cut_shards(ordered, shard_size, metadata)
+    folder_configs = folders.folder_configs(s.source, inputs.folders, dims, ordered) if in_folders else {}
+    rewritten = set(folder_configs) | {f.index for f in inputs.folders if in_folders and f.index}
+    copied, skipped = _other_files(inputs.files, inputs.names, inputs.adapter.keep_files, rewritten)
     vocab = _vocab(inputs, tp)
     new_config = relabelled_config(_new_config(inputs.config, dims, inputs.adapter), relabelled)
     new_config = inputs.adapter.padded_config(inputs.config, new_config, h2, kv2)
@@ -216,12 +221,13 @@ def plan_for(s: Survey, tp: int, shard_size: int = 5 * 10**9) -> Plan:
         warnings=[f"{w}; the derivative keeps config.json as upstream has it (published configs set the key)"
                   for w in inputs.adapter.missing_vllm_keys(inputs.config)],
         adapter=inputs.adapter, quant=inputs.quant, formats=sorted({lay.format_tag for lay in modules.layouts.values()}),
-        dims=dims, tensors=ordered, shards=cut_shards(ordered, shard_size, metadata), files=inputs.files,
+        dims=dims, tensors=ordered, shards=shards, files=inputs.files,
         weight_files=inputs.names, copied_files=copied, skipped_files=skipped,
         rank_table=make_rank_table(tp, h2, kv2, shape.geometry, aligns, new_inter, group_align, vocab, inputs.text)
         + _linear_rank_rows(shape.linear, linear2, tp, s.linear_align) + (tower2.rank_rows(tp) if tower2 else []),
         vocab=vocab, upstream_tp_values=_stock_tp_values(shape, aligns, group_align, inputs.adapter, s.linear_align),
-        index_metadata={k: v for k, v in (inputs.index.get("metadata") or {}).items() if k != "total_size"},
+        index_metadata={k: v for k, v in inputs.folders[0].metadata.items() if k != "total_size"} if not in_folders
+        else {}, folders=inputs.folders if in_folders else [], folder_configs=folder_configs,
         header_digests={h.file: (h.data_start, h.digest) for h in inputs.headers if h.digest},
         lossless=_lossless(s, h2, kv2, new_inter, linear2, tower2),
     )
@@ -285,13 +291,17 @@ def _read_inputs(source: Source) -> _Inputs:
         check_config_values(text, where=f"config.json: {adapter.text_config}")
     # Kimi-K2.5 keeps its quantization_config in text_config (vLLM reads it there too)
     quant = QuantConfig.read(config if "quantization_config" in config else text, hf_quant)
-    names, index = weight_files(source)
-    headers = _read_headers(source, [files[n] for n in names], index.pop("weight_map", None))
-    return _Inputs(files, config, text, adapter, quant, names, index, headers)
+    where, weight_map = weight_folders(source, adapter.weight_folders)
+    names = [name for folder in where for name in folder.files]
+    indexed = {name for folder in where if folder.index for name in folder.files}
+    headers = _read_headers(source, [files[n] for n in names], weight_map, indexed, where)
+    return _Inputs(files, config, text, adapter, quant, names, where, headers)
 
 
-def _read_headers(source: Source, entries: list[FileEntry], weight_map: dict | None) -> list[SafetensorsHeader]:
-    """Every shard's header, each checked to hold exactly the names the index's `weight_map` gives its file.
+def _read_headers(source: Source, entries: list[FileEntry], weight_map: dict | None, indexed: set[str],
+                  where: list[WeightFolder]) -> list[SafetensorsHeader]:
+    """Every shard's header, each checked to hold exactly the names the index's `weight_map` gives its file (the
+    files an index lists, `indexed`; several weight folders' tensors must have names of their own as well).
 
     The index's names partition into its files, so headers that match it hold every tensor once: no name -> tensor
     dict is needed to find a tensor in two shards (Hy3: 185k entries, 10 MB). The index is kept only as its names
@@ -306,12 +316,14 @@ def _read_headers(source: Source, entries: list[FileEntry], weight_map: dict | N
     for entry in entries:
         h = read_header(source, entry)
         headers.append(h)
-        if listed is not None and not mismatch:
+        if listed is not None and not mismatch and h.file in indexed:
             expected, names = listed.pop(h.file, ()), list(map(_NAME, h.tensors))
             mismatch = len(expected) != len(names) or set(expected) != set(names)
-    if mismatch or listed:  # no index: a single file, so no tensor can be in two
+    if mismatch or listed or len(where) > 1:  # no index: a single file, so no tensor can be in two
         _raise_duplicate(headers)
-        _raise_index_mismatch(read_json(source, INDEX).get("weight_map") or {}, headers)
+    if mismatch or listed:
+        _raise_index_mismatch(weight_folders(source, tuple(f.path for f in where if f.path))[1] or {},
+                              [h for h in headers if h.file in indexed])
     return headers
 
 
@@ -802,13 +814,13 @@ def _finish(t: TensorInfo, op: PadOp, shape: tuple[int, ...]) -> TensorPlan | Te
     return TensorPlan(t.name, t.dtype, tuple(shape), t, op, nbytes)
 
 
-def _other_files(files: dict[str, FileEntry], weight_names: list[str],
-                 keep: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+def _other_files(files: dict[str, FileEntry], weight_names: list[str], keep: tuple[str, ...] = (),
+                 rewritten: set[str] = frozenset()) -> tuple[list[str], list[str]]:
     """Upstream files carried over unchanged, and the ones left out (other weight formats; `keep`: the family's own
-    components that only look like one)."""
+    components that only look like one; `rewritten`: a weight folder's index and config, written from the plan)."""
     copied, skipped = [], []
     for path in files:
-        if path in GENERATED or path in weight_names or path == ".gitattributes":
+        if path in GENERATED or path in weight_names or path in rewritten or path == ".gitattributes":
             continue
         if not any(fnmatch.fnmatch(path, p) for p in keep) and any(fnmatch.fnmatch(path, p) for p in SKIPPED_PATTERNS):
             skipped.append(path)

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from itertools import accumulate
 from operator import attrgetter
 
 from hubpad.plan.model import Plan, ShardPlan, TensorPlan
 
 
-def cut_shards(tensors: list[TensorPlan], shard_size: int, metadata: dict[str, str]) -> list[ShardPlan]:
-    """Cut output shards at `shard_size` (a larger tensor gets a shard of its own), keeping upstream order."""
+def cut_shards(tensors: list[TensorPlan], shard_size: float, metadata: dict[str, str],
+               name: Callable[[int, int], str] | None = None) -> list[ShardPlan]:
+    """Cut output shards at `shard_size` (a larger tensor gets a shard of its own), keeping upstream order; shard k of
+    n is named `name(k, n)` (`model-0000k-of-0000n.safetensors` by default)."""
     totals = list(accumulate(map(_NBYTES, tensors)))  # running byte totals: one int per tensor, not two lists
     cuts = _cuts(totals, shard_size) or [(0, 0)]
     shards = []
     for k, (i, j) in enumerate(cuts, 1):
-        shard = ShardPlan(f"model-{k:05d}-of-{len(cuts):05d}.safetensors", tensors[i:j], metadata,
+        shard = ShardPlan(name(k, len(cuts)) if name else f"model-{k:05d}-of-{len(cuts):05d}.safetensors",
+                          tensors[i:j], metadata,
                           data_len=(totals[j - 1] if j else 0) - (totals[i - 1] if i else 0))
         shard.header_len = shard.measure_header()  # the header itself is encoded when the shard is written
         shards.append(shard)

@@ -157,7 +157,7 @@ class LocalPublisher(Publisher):
             for entry, src in _records(folder):
                 if src.is_file() and src.stat().st_size == entry.get("size"):
                     with writing(hold):
-                        hold.mkdir(parents=True, exist_ok=True)
+                        (hold / entry["name"]).parent.mkdir(parents=True, exist_ok=True)
                         os.rename(src, hold / entry["name"])
                     _write_record(hold / STAGED, entry)
                     self._resume.setdefault(entry["name"], []).append((entry, hold / entry["name"]))
@@ -200,6 +200,7 @@ class LocalPublisher(Publisher):
         src = self._keep_from.pop(entry["name"], self.dst / entry["name"])
         dst = self.tmp / entry["name"]
         with writing(dst):
+            dst.parent.mkdir(parents=True, exist_ok=True)
             if src.parent != self.dst:  # an interrupted run's: recorded again, should this run be killed too
                 os.rename(src, dst)
                 _write_record(self.tmp / STAGED, entry)
@@ -380,23 +381,30 @@ def _records(folder: Path) -> list[tuple[dict, Path]]:
     runs killed before it (under RESUME). Anything unreadable, or naming no plain file, is skipped."""
     found = []
     for where in (folder, *sorted((folder / RESUME).glob("*"))):
-        for f in sorted((where / STAGED).glob("*.json")):
+        for f in sorted((where / STAGED).rglob("*.json")):  # a weight folder's shard: its record in that folder
             try:
                 entry = json.loads(f.read_bytes())
             except (OSError, ValueError):
                 continue
             name = entry.get("name") if isinstance(entry, dict) else None
-            if isinstance(name, str) and name == Path(name).name and not name.startswith(".") \
+            if isinstance(name, str) and _plain_relative(name) \
                     and isinstance(entry.get("sha256"), str) and isinstance(entry.get("inputs"), str):
                 found.append((entry, where / name))
     return found
 
 
+def _plain_relative(name: str) -> bool:
+    """A shard name a record may give: a file in the derivative or one of its folders, none of them hidden."""
+    parts = name.split("/")
+    return all(p and not p.startswith(".") and p != ".." for p in parts) and "\\" not in name
+
+
 def _write_record(folder: Path, entry: dict) -> None:
     """A finished shard's record, written durably (fsync, then rename into place)."""
-    final, part = folder / f"{entry['name']}.json", folder / f".{entry['name']}.json.part"
+    final = folder / f"{entry['name']}.json"
+    part = final.parent / f".{final.name}.part"
     with writing(final):
-        folder.mkdir(exist_ok=True)
+        final.parent.mkdir(parents=True, exist_ok=True)
         with open(part, "wb") as f:
             f.write(dumps(entry).encode())
             f.flush()

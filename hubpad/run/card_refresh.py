@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 
 from hubpad.errors import HubpadError, NetworkError
 from hubpad.formats.manifest import dumps, parse_manifest
-from hubpad.formats.names import BUILT, MANIFEST
+from hubpad.formats.names import MANIFEST, built_by_mirror
 from hubpad.publish.base import Publisher
 from hubpad.publish.hub import HubPublisher
 from hubpad.publish.local import LocalPublisher
@@ -102,7 +102,7 @@ def _stale(manifest: dict, files: dict[str, str]) -> list[str]:
     stale = []
     for path in listed if isinstance(listed, list) else []:
         parts = PurePosixPath(path).parts if isinstance(path, str) else ()
-        if path in files or path in BUILT or not parts or path.startswith("/") or ".." in parts or "\\" in path:
+        if path in files or built_by_mirror(path) or not parts or path.startswith("/") or ".." in parts or "\\" in path:
             continue
         stale.append(path)
     return sorted(stale)

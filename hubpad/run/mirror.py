@@ -17,9 +17,10 @@ from typing import ContextManager, Protocol
 
 from hubpad.errors import ConfigError, HubpadError
 from hubpad.formats.manifest import dumps, is_fresh
-from hubpad.formats.names import BUILT, INDEX, MANIFEST
+from hubpad.formats.names import INDEX, MANIFEST
 from hubpad.plan.adapters.drafts import default_speculative_tokens, draft_method
 from hubpad.plan.adapters.vllm import min_vllm
+from hubpad.plan.folders import folder_indexes
 from hubpad.plan.model import Plan, ShardPlan
 from hubpad.plan.vllm_route import route_flags
 from hubpad.publish.base import Publisher, Summary
@@ -30,7 +31,7 @@ from hubpad.util.block_hashes import usable_record
 from hubpad.util.hashing import bytes_sha256, digest_of, file_sha256
 from hubpad.util.log import log
 from hubpad.util.sizes import human
-from hubpad.write.manifest import build_manifest, config_json, shard_entry, shard_inputs_key
+from hubpad.write.manifest import build_manifest, config_json, config_text, shard_entry, shard_inputs_key
 from hubpad.write.pad import build_shard
 
 
@@ -374,13 +375,17 @@ def _write_generated_files(plan: Plan, publisher: Publisher, entries: list[dict]
                            templates_dir: Path | None, serving_overrides: dict | None) -> dict:
     """Copy the other upstream files, then write config, index, card, recipe, patch and hubpad.json."""
     upstream_files = _upstream_file_records(plan, publisher, inputs)
-    generated = list(BUILT)
+    generated = plan.built_files()
     manifest = build_manifest(plan, entries, upstream_files, publisher.target_info(), generated,
                               _serving(plan, serving_overrides))
     if plan.source.kind == "local":
         manifest["upstream"]["digest"] = _local_digest(plan, upstream_files)
     publisher.put_file("config.json", config_json(plan).encode())
-    publisher.put_file(INDEX, dumps(plan.index_json()).encode())
+    indexes = folder_indexes(plan.folders, plan.shards) if plan.folders else {INDEX: plan.index_json()}
+    for path, index in indexes.items():
+        publisher.put_file(path, dumps(index).encode())
+    for path, config in plan.folder_configs.items():
+        publisher.put_file(path, config_text(config).encode())
     card_files = derivative_files(plan, manifest, publisher, templates_dir, warn=False)
     # The card lists the generated files, itself included: render again once that list is known, so a
     # later `hubpad card` refresh renders exactly the same text.
@@ -408,7 +413,8 @@ def _upstream_file_records(plan: Plan, publisher: Publisher, inputs: _Inputs) ->
     files, records = plan.files, _weight_file_records(plan, inputs)
     for path in plan.copied_files:
         records[path] = publisher.copy_file(plan.source, path)
-    for path in ("config.json", INDEX, "README.md"):
+    folder_files = [*plan.folder_configs, *(f.index for f in plan.folders if f.index)]  # rewritten from upstream's
+    for path in ("config.json", INDEX, "README.md", *folder_files):
         if path in files:
             records[path] = {"size": files[path].size,
                              "sha256": files[path].sha256 or bytes_sha256(plan.source.read_file(path))}

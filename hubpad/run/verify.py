@@ -19,8 +19,8 @@ from fractions import Fraction
 from hubpad.errors import HubpadError, IntegrityError
 from hubpad.formats.floats import decode as decode_element, is_plain
 from hubpad.formats.manifest import parse_manifest
-from hubpad.formats.names import INDEX, MANIFEST
-from hubpad.plan.model import TensorPlan
+from hubpad.formats.names import INDEX, MANIFEST, folder_of
+from hubpad.plan.model import Plan, TensorPlan
 from hubpad.plan.planner import make_plan
 from hubpad.plan.quant import QuantConfig, pad_cell_zero
 from hubpad.source.base import Source, VerifiedReader
@@ -133,29 +133,40 @@ def verify_derivative(src: Source, dst: Source) -> dict:
     bad = [r for r in plan.rank_table if r.get("required", True) and not r["ok"]]
     if bad:
         raise HubpadError(f"{dst.label}: {bad[0]['dim']} fails at tp={tp} ({bad[0]['rule']})")
-    index = read_json(dst, INDEX)
-    weight_map = index.get("weight_map", {})
+    for path, padded in plan.folder_configs.items():
+        if read_json(dst, path) != padded:
+            raise HubpadError(f"{dst.label}/{path} differs from the plan")
     planned = {t.name: t for t in plan.tensors}
-    if set(weight_map) != set(planned):
-        extra = sorted(set(weight_map) ^ set(planned))
-        raise HubpadError(f"{dst.label}/{INDEX}: tensor set differs from upstream (e.g. {extra[0]!r})")
-    shard_names = sorted(set(weight_map.values()))
-    total = 0
     dst_tensors = {}
-    for name in shard_names:
-        if name not in dst_files:
-            raise HubpadError(f"{dst.label}: index names missing shard {name}")
-        for info in read_header(dst, dst_files[name]).tensors:
-            t = planned.get(info.name)
-            if t is None or weight_map.get(info.name) != name:
-                raise HubpadError(f"{dst.label}/{name}: unexpected tensor {info.name!r}")
-            if (info.dtype, info.shape) != (t.dtype, t.shape):
-                raise HubpadError(f"tensor {info.name}: {info.dtype}{list(info.shape)} in DST, plan says "
-                                  f"{t.dtype}{list(t.shape)}")
-            dst_tensors[info.name] = info
-            total += info.nbytes
-    if index.get("metadata", {}).get("total_size") != total:
-        raise HubpadError(f"{dst.label}/{INDEX}: total_size {index.get('metadata', {}).get('total_size')} != {total}")
+    for where, index, weight_map in _indexes(plan, dst):
+        if set(weight_map) != set(planned) if not plan.folders else not set(weight_map) <= set(planned):
+            extra = sorted(set(weight_map) ^ set(planned) if not plan.folders else set(weight_map) - set(planned))
+            raise HubpadError(f"{dst.label}/{where}: tensor set differs from upstream (e.g. {extra[0]!r})")
+        total = 0
+        for name in sorted(set(weight_map.values())):
+            if name not in dst_files:
+                raise HubpadError(f"{dst.label}: index names missing shard {name}")
+            for info in read_header(dst, dst_files[name]).tensors:
+                t = planned.get(info.name)
+                if t is None or weight_map.get(info.name) != name or info.name in dst_tensors:
+                    raise HubpadError(f"{dst.label}/{name}: unexpected tensor {info.name!r}")
+                if (info.dtype, info.shape) != (t.dtype, t.shape):
+                    raise HubpadError(f"tensor {info.name}: {info.dtype}{list(info.shape)} in DST, plan says "
+                                      f"{t.dtype}{list(t.shape)}")
+                dst_tensors[info.name] = info
+                total += info.nbytes
+        if index is not None and index.get("metadata", {}).get("total_size") != total:
+            raise HubpadError(f"{dst.label}/{where}: total_size {index.get('metadata', {}).get('total_size')} "
+                              f"!= {total}")
+    if set(dst_tensors) != set(planned):
+        missing = sorted(set(planned) - set(dst_tensors))
+        raise HubpadError(f"{dst.label}: tensor set differs from upstream (e.g. {missing[0]!r})")
+    shard_names = sorted({info.file for info in dst_tensors.values()})
+    for folder in plan.folders:  # a reader that lists a folder's *.safetensors (vLLM does) would load any other one
+        stray = [f for f in dst_files if folder_of(f) == folder.path and f.endswith(".safetensors")
+                 and f not in shard_names]
+        if stray:
+            raise HubpadError(f"{dst.label}/{stray[0]}: a weight file the plan does not make")
     _check_copied_files(plan.copied_files, src, dst)
 
     src_files = src.files()
@@ -177,6 +188,22 @@ def verify_derivative(src: Source, dst: Source) -> dict:
     return {"ok": True, "tp": tp, "tensors": len(plan.tensors), "padded": sum(t.padded for t in plan.tensors),
             "bytes_checked": checked, "shards": report_shards,
             "dims": [{"name": x.name, "before": x.before, "after": x.after} for x in plan.dims]}
+
+
+def _indexes(plan: Plan, dst: Source) -> Iterator[tuple[str, dict | None, dict[str, str]]]:
+    """(where, its index or None, tensor -> DST shard path) of the root's index, or of each weight folder: its own
+    index's map (shard names relative to the folder), else the shards the plan keeps there (their headers say)."""
+    if not plan.folders:
+        index = read_json(dst, INDEX)
+        yield INDEX, index, index.get("weight_map", {})
+        return
+    for folder in plan.folders:
+        if folder.index is not None:
+            index = read_json(dst, folder.index)
+            yield folder.index, index, {t: f"{folder.path}/{n}" for t, n in index.get("weight_map", {}).items()}
+        else:
+            yield f"{folder.path}/", None, {t.name: s.name for s in plan.shards if s.name in folder.files
+                                            for t in s.tensors}
 
 
 def _check_copied_files(paths: list[str], src: Source, dst: Source) -> None:

@@ -75,4 +75,9 @@ def build_manifest(plan: Plan, shards: list[dict], upstream_files: dict[str, dic
 
 def config_json(plan: Plan) -> str:
     """config.json of the derivative: upstream's, with only the padded dims changed (head_dim kept explicit)."""
-    return json.dumps(plan.new_config, indent=2, ensure_ascii=False) + "\n"
+    return config_text(plan.new_config)
+
+
+def config_text(config: dict) -> str:
+    """A config.json as the derivative writes it (the root's, or a weight folder's: Plan.folder_configs)."""
+    return json.dumps(config, indent=2, ensure_ascii=False) + "\n"

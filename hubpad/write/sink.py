@@ -210,7 +210,9 @@ class FileSink:
 
 
 def _open_new(path: Path) -> tuple[int, bool]:
-    """The file, created empty, with O_DIRECT when the platform and filesystem take it."""
+    """The file, created empty (its folder too: a weight folder's shard), with O_DIRECT when the platform and
+    filesystem take it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
     if _O_DIRECT:
         try:

@@ -12,6 +12,7 @@ from hubpad.plan.adapters.axk1 import AXK1
 from hubpad.plan.adapters.bailing import BAILING_MOE
 from hubpad.plan.adapters.base import COPY, Adapter, Role
 from hubpad.plan.adapters.cohere import COHERE, COHERE2, COHERE2_MOE
+from hubpad.plan.adapters.cosmos3 import COSMOS3
 from hubpad.plan.adapters.dots3_note import DOTS3_NOTE
 from hubpad.plan.adapters.drafts import EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, refused_draft, speculators_adapter
 from hubpad.plan.adapters.deepseek import DEEPSEEK_V3, KIMI_K2, KIMI_K25
@@ -83,7 +84,7 @@ ADAPTERS: list[Adapter] = [EAGLE3_LLAMA, EAGLE3_QWEN3, QWEN3_DSPARK, HY3, LLAMA,
                            APERTUS, NEMOTRON, GLM4, MUSE_GLIMMER, MUSE_GLIMMER_TEXT, DIFFUSION_GEMMA, IQUESTCODER,
                            TELECHAT3, SOLAR, EXAONE, INTERNVL_CHAT, NVLM_D, SKYWORK_CHAT, INTERNVL, INTERNS1,
                            INTERNS2_PREVIEW, PANGU_ULTRA_MOE, SARVAM_MLA, FALCON_H1, LING3, NEMOTRON_NAS, TELEFLM,
-                           PLAMO3, LING25, INTERNS1_PRO, INTERNS2_MOBIUS]
+                           PLAMO3, LING25, INTERNS1_PRO, INTERNS2_MOBIUS, COSMOS3]
 # Families hubpad knows and refuses, with the reason (checked before anything else about the checkpoint).
 REFUSED: dict[str, str] = {"gemma3": GEMMA3_MULTIMODAL_REFUSAL,
                            "llama4": LLAMA4_REFUSAL, "qwen2_vl": QWEN2_VL_REFUSAL, "qwen2_5_vl": QWEN2_VL_REFUSAL,

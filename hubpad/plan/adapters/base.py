@@ -234,6 +234,9 @@ class Adapter:
     # Upstream files copied although their names look like other weight formats (a component's own safetensors in a
     # folder of its own, as MiMo-V2.5's audio_tokenizer/): fnmatch patterns.
     keep_files: tuple[str, ...] = ()
+    # Folders holding the weights instead of the root (a Diffusers pipeline's `transformer/` and `vision_encoder/`):
+    # each folder's shards are planned, padded and written in it, with its own index and config.json (plan/folders.py)
+    weight_folders: tuple[str, ...] = ()
     # Which linear attention `linear_attention` names: "gdn" (plan/gdn.py), "kda" (plan/kda.py, Kimi Delta
     # Attention) or "lightning" (plan/lightning.py); KDA and lightning layers share tensor names with the family's
     # full-attention layers: only the layers `kda.layers(config)` / `lightning.layers(config)` list are linear

@@ -333,6 +333,10 @@ FIRST_RELEASE: dict[str, tuple[str, str]] = {
     "arch:InternS2MobiusForConditionalGeneration": ("0.28.0", "InternS2MobiusForConditionalGeneration"),
     "encoder-dp:InternS2MobiusForConditionalGeneration": ("0.28.0",
                                                           "a data-parallel vision encoder for Intern-S2-Mobius"),
+    # Cosmos3ForConditionalGeneration (cosmos3_omni): Qwen3-VL's class, its tower data-parallel; the registry survey's
+    # first release (docs/families.md)
+    "arch:Cosmos3ForConditionalGeneration": ("0.23.0", "Cosmos3ForConditionalGeneration"),
+    "encoder-dp:Cosmos3ForConditionalGeneration": ("0.23.0", "a data-parallel vision encoder for Cosmos3"),
     # MuseGlimmerForCausalLM (muse_glimmer and muse_glimmer_text): the registry survey's first release (docs/families.md)
     "arch:MuseGlimmerForCausalLM": ("0.28.0", "MuseGlimmerForCausalLM"),
     # DiffusionGemmaForBlockDiffusion (google/diffusiongemma-26B-A4B-it): the registry survey's first release
