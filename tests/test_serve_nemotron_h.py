@@ -72,9 +72,9 @@ def _puzzle(path, blocks: list[dict], seed: int = 0):
 
 
 def test_dense_puzzle_derivative_serves_the_originals_outputs(tmp_path):
-    """A Nemotron-H Puzzle whose MLP layers have widths of their own (192 and 320 -> 384 and 384 at TP 3, written
-    into their blocks), through its config class (--trust-remote-code, tests/nemotron_h_models.py's stand-in): the
-    original at TP 1 and the derivative at TP 3 give the same tokens."""
+    """A Nemotron-H Puzzle whose MLP layers have widths of their own (192, already 64 per rank at TP 3, kept; 320 ->
+    384, written into its block), through its config class (--trust-remote-code, tests/nemotron_h_models.py's
+    stand-in): the original at TP 1 and the derivative at TP 3 give the same tokens."""
     from tests.helpers import cli
 
     blocks = [{"block_type": "mamba"}, {"block_type": "mlp", "intermediate_size": 192}, {"block_type": "attention"},
@@ -84,7 +84,7 @@ def test_dense_puzzle_derivative_serves_the_originals_outputs(tmp_path):
     result = cli("mirror", src, "--tp", "3", "--to", dst)
     assert result.exit_code == 0, result.output
     cfg = json.loads((dst / "config.json").read_text())
-    assert [b.get("intermediate_size") for b in cfg["block_configs"]] == [None, 384, None, None, 384]
+    assert [b.get("intermediate_size") for b in cfg["block_configs"]] == [None, 192, None, None, 384]
     assert (dst / "configuration_nemotron_h_puzzle.py").is_file()
     assert "--trust-remote-code" in serving.card_serve_command(dst)
     original = serving.run_vllm([serving.job(src, 1, trust_remote_code=True)], tmp_path / "run-original").ok(0)
